@@ -1,0 +1,2 @@
+export * from './step-event';
+export * from './validation';

@@ -1,0 +1,128 @@
+import { z } from 'zod';
+
+/** Largest token count accepted for one step: far above any model's context, far below 2^53. */
+export const MAX_TOKENS = 100_000_000;
+export const MAX_ID_LENGTH = 256;
+export const MAX_LABELS = 64;
+export const MAX_TAGS = 64;
+/** No event before this instant is accepted (it is a typo, not history). */
+export const EARLIEST_OCCURRED_AT = Date.UTC(2000, 0, 1);
+
+// Ids are opaque, bounded, printable: control characters break logs and exports downstream.
+const noControl = /^[^\p{Cc}\p{Cs}]*$/u;
+export const idSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`)
+  .regex(noControl, 'must not contain control characters');
+
+const shortText = (max: number) =>
+  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).regex(noControl, 'must not contain control characters');
+
+const tokens = z
+  .number({ error: 'must be a number' })
+  .int('must be an integer')
+  .min(0, 'must not be negative')
+  .max(MAX_TOKENS, `must be at most ${MAX_TOKENS}`);
+
+const isoTimestamp = z.iso
+  .datetime({ offset: true, precision: undefined, message: 'must be an ISO-8601 timestamp with a time zone' })
+  .refine((s) => !Number.isNaN(Date.parse(s)) && Date.parse(s) >= EARLIEST_OCCURRED_AT, 'must be a valid instant after 2000-01-01');
+
+/**
+ * Token usage of one step. Input tokens include cache reads and writes; output tokens include
+ * reasoning tokens. The breakdown fields are subsets, never added on top.
+ */
+export const usageSchema = z
+  .strictObject({
+    inputTokens: tokens,
+    outputTokens: tokens,
+    cacheReadTokens: tokens.optional(),
+    cacheWriteTokens: tokens.optional(),
+    reasoningTokens: tokens.optional(),
+    audioInputTokens: tokens.optional(),
+    imageInputTokens: tokens.optional(),
+  })
+  .superRefine((u, ctx) => {
+    const parts = [
+      ['cacheReadTokens', 'inputTokens'],
+      ['cacheWriteTokens', 'inputTokens'],
+      ['audioInputTokens', 'inputTokens'],
+      ['imageInputTokens', 'inputTokens'],
+      ['reasoningTokens', 'outputTokens'],
+    ] as const;
+    let ok = true;
+    for (const [part, total] of parts) {
+      if ((u[part] ?? 0) > u[total]) {
+        ok = false;
+        ctx.addIssue({ code: 'custom', path: [part], message: `must not exceed ${total} (it is a part of it, not added on top)` });
+      }
+    }
+    if (ok && (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) > u.inputTokens) {
+      ctx.addIssue({ code: 'custom', path: ['cacheWriteTokens'], message: 'cacheReadTokens + cacheWriteTokens must not exceed inputTokens' });
+    }
+  });
+
+export const costSchema = z.strictObject({
+  amount: z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(1_000_000, 'must be at most 1000000'),
+  currency: z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD').default('USD'),
+  source: shortText(64).optional(),
+});
+
+export const labelsSchema = z
+  .record(z.string().min(1, 'label keys must not be empty').max(128, 'label keys must be at most 128 characters').regex(noControl, 'label keys must not contain control characters'), z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'))
+  .refine((l) => Object.keys(l).length <= MAX_LABELS, `must have at most ${MAX_LABELS} labels`);
+
+/** One LLM step, as an agent reports it. Aligned with the OpenTelemetry GenAI conventions. */
+export const stepUsageEventSchema = z.strictObject({
+  eventId: idSchema,
+  occurredAt: isoTimestamp,
+  traceId: idSchema,
+  spanId: idSchema.optional(),
+  runId: idSchema.optional(),
+  threadId: idSchema.optional(),
+  resourceId: idSchema.optional(),
+  userId: idSchema.optional(),
+  organizationId: idSchema.optional(),
+  sessionId: idSchema.optional(),
+  entityType: shortText(64),
+  entityName: idSchema.optional(),
+  provider: shortText(128),
+  model: shortText(256),
+  usage: usageSchema,
+  cost: costSchema.optional(),
+  durationMs: z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(7 * 24 * 3600 * 1000, 'must be at most 7 days').optional(),
+  finishReason: shortText(64).optional(),
+  stepIndex: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000, 'must be at most 100000').optional(),
+  reservationId: idSchema.optional(),
+  labels: labelsSchema.optional(),
+  tags: z.array(shortText(128)).max(MAX_TAGS, `must have at most ${MAX_TAGS} tags`).optional(),
+  environment: shortText(128).optional(),
+  serviceName: shortText(128).optional(),
+});
+
+export type StepUsageEvent = z.infer<typeof stepUsageEventSchema>;
+export type StepUsageEventInput = z.input<typeof stepUsageEventSchema>;
+export type Usage = z.infer<typeof usageSchema>;
+
+export const MAX_EVENTS_PER_BATCH = 1000;
+
+/** The envelope is checked first; each event is then checked on its own so one bad event does not sink the batch. */
+export const ingestRequestSchema = z.strictObject({
+  events: z
+    .array(z.unknown(), { error: 'must be an array of step events' })
+    .min(1, 'must hold at least one event')
+    .max(MAX_EVENTS_PER_BATCH, `must hold at most ${MAX_EVENTS_PER_BATCH} events`),
+});
+
+export type IngestResult =
+  | { index: number; eventId: string; status: 'accepted'; position: string }
+  | { index: number; eventId: string; status: 'duplicate' }
+  | { index: number; eventId: string | null; status: 'rejected'; field: string; reason: string };
+
+export interface IngestResponse {
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+  results: IngestResult[];
+}

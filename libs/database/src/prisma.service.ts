@@ -1,0 +1,33 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { Pool } from 'pg';
+import { PrismaClient } from '../../../generated/prisma/client';
+
+/**
+ * The one Prisma client of a process, on a pg pool we own so that pool usage can be reported
+ * and the pool closed on shutdown.
+ */
+@Injectable()
+export class PrismaService extends PrismaClient implements OnModuleDestroy {
+  readonly pool: Pool;
+
+  constructor(url: string, poolSize: number) {
+    const pool = new Pool({
+      connectionString: url,
+      max: poolSize,
+      // A request must get a clear answer when PostgreSQL is down, never hang on a connection.
+      connectionTimeoutMillis: 3000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'tollgate',
+    });
+    // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
+    pool.on('error', () => undefined);
+    super({ adapter: new PrismaPg(pool) });
+    this.pool = pool;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.$disconnect();
+    await this.pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,42 @@
+import { problemsOf, stepUsageEventSchema, type IngestResult, type StepUsageEvent } from '@tollgate/contracts';
+
+export interface ValidatedBatch {
+  /** Events to append, each with its index in the request. */
+  valid: { index: number; event: StepUsageEvent }[];
+  /** Results already decided (rejected, or repeated within the batch), by index. */
+  decided: Map<number, IngestResult>;
+}
+
+const eventIdOf = (raw: unknown): string | null =>
+  raw && typeof raw === 'object' && typeof (raw as { eventId?: unknown }).eventId === 'string' ? (raw as { eventId: string }).eventId : null;
+
+/**
+ * Checks each event on its own: one bad event is rejected with its field and reason, the others
+ * go on. An eventId repeated inside one batch is the same event: the later copies are duplicates.
+ */
+export function validateStepEvents(raw: readonly unknown[], now: Date, maxFutureSkewMs: number): ValidatedBatch {
+  const valid: ValidatedBatch['valid'] = [];
+  const decided = new Map<number, IngestResult>();
+  const seen = new Set<string>();
+  const latest = now.getTime() + maxFutureSkewMs;
+  raw.forEach((candidate, index) => {
+    const parsed = stepUsageEventSchema.safeParse(candidate);
+    if (!parsed.success) {
+      const [first] = problemsOf(parsed.error, `events[${index}]`);
+      decided.set(index, { index, eventId: eventIdOf(candidate), status: 'rejected', field: first.field, reason: first.reason });
+      return;
+    }
+    const event = parsed.data;
+    if (Date.parse(event.occurredAt) > latest) {
+      decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxFutureSkewMs} ms in the future` });
+      return;
+    }
+    if (seen.has(event.eventId)) {
+      decided.set(index, { index, eventId: event.eventId, status: 'duplicate' });
+      return;
+    }
+    seen.add(event.eventId);
+    valid.push({ index, event });
+  });
+  return { valid, decided };
+}

@@ -1,0 +1,37 @@
+import { Body, Controller, Delete, Get, Param, Post, UseGuards } from '@nestjs/common';
+import { AuthGuard, Documented, RequireAdminToken, ZodPipe } from '@tollgate/platform';
+import type { z } from 'zod';
+import { createKeySchema, createProjectSchema, keyResponse, projectResponse } from './projects.schemas';
+import { ProjectsService } from './projects.service';
+
+/** Operator routes, authorized by TOLLGATE_ADMIN_TOKEN. */
+@Controller('v1/admin/projects')
+@UseGuards(AuthGuard)
+@RequireAdminToken()
+export class AdminController {
+  constructor(private readonly projects: ProjectsService) {}
+
+  @Post()
+  @Documented({ summary: 'Create a project', tag: 'admin', auth: 'admin-token', body: createProjectSchema, response: projectResponse })
+  create(@Body(new ZodPipe(createProjectSchema)) body: z.infer<typeof createProjectSchema>) {
+    return this.projects.createProject(body);
+  }
+
+  @Post(':projectId/keys')
+  @Documented({ summary: 'Create an API key for a project (the key is shown once)', tag: 'admin', auth: 'admin-token', body: createKeySchema, response: keyResponse })
+  createKey(@Param('projectId') projectId: string, @Body(new ZodPipe(createKeySchema)) body: z.infer<typeof createKeySchema>) {
+    return this.projects.createKey(projectId, body);
+  }
+
+  @Get(':projectId/keys')
+  @Documented({ summary: "List a project's keys (never the keys themselves)", tag: 'admin', auth: 'admin-token' })
+  listKeys(@Param('projectId') projectId: string) {
+    return this.projects.listKeys(projectId);
+  }
+
+  @Delete(':projectId/keys/:keyId')
+  @Documented({ summary: 'Revoke a key; it stops working at once', tag: 'admin', auth: 'admin-token' })
+  revokeKey(@Param('projectId') projectId: string, @Param('keyId') keyId: string) {
+    return this.projects.revokeKey(projectId, keyId);
+  }
+}

@@ -1,0 +1,45 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '@tollgate/database';
+import { AppError, issueKey, type KeyScope } from '@tollgate/platform';
+import { randomBytes } from 'node:crypto';
+
+/** Projects and their API keys. Keys are returned whole once, at creation, and stored as a hash. */
+@Injectable()
+export class ProjectsService {
+  constructor(private readonly prisma: PrismaService) {}
+
+  async createProject(input: { name: string; unpricedPolicy: 'count_tokens' | 'deny'; id?: string }) {
+    const id = input.id ?? `prj_${randomBytes(8).toString('hex')}`;
+    try {
+      const p = await this.prisma.project.create({ data: { id, name: input.name, unpricedPolicy: input.unpricedPolicy } });
+      return { id: p.id, name: p.name, unpricedPolicy: p.unpricedPolicy, createdAt: p.createdAt.toISOString() };
+    } catch (err) {
+      if ((err as { code?: string }).code === 'P2002') throw new AppError('conflict', `Project ${id} already exists`, 'id');
+      throw err;
+    }
+  }
+
+  async createKey(projectId: string, input: { scopes: KeyScope[]; name?: string }) {
+    const project = await this.prisma.project.findUnique({ where: { id: projectId } });
+    if (!project) throw new AppError('not_found', `No project ${projectId}`, 'projectId');
+    const issued = issueKey();
+    const row = await this.prisma.apiKey.create({
+      data: { id: issued.id, projectId, name: input.name, secretHash: issued.secretHash, scopes: input.scopes },
+    });
+    return { id: row.id, projectId, key: issued.key, scopes: row.scopes, name: row.name, createdAt: row.createdAt.toISOString() };
+  }
+
+  async revokeKey(projectId: string, keyId: string) {
+    const { count } = await this.prisma.apiKey.updateMany({ where: { id: keyId, projectId, revokedAt: null }, data: { revokedAt: new Date() } });
+    if (count === 0) {
+      const exists = await this.prisma.apiKey.findFirst({ where: { id: keyId, projectId } });
+      if (!exists) throw new AppError('not_found', `No key ${keyId} in project ${projectId}`, 'keyId');
+    }
+    return { id: keyId, revoked: true };
+  }
+
+  async listKeys(projectId: string) {
+    const rows = await this.prisma.apiKey.findMany({ where: { projectId }, orderBy: { createdAt: 'asc' } });
+    return rows.map((r) => ({ id: r.id, name: r.name, scopes: r.scopes, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null }));
+  }
+}

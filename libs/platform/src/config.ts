@@ -1,0 +1,43 @@
+import { z } from 'zod';
+
+const durationMs = z.coerce.number().int().positive();
+
+/** Every setting the service reads, validated once at boot. */
+const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).default('postgresql://postgres@127.0.0.1:5432/tollgate'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).default('redis://127.0.0.1:6379'),
+  TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  /** How far in the future an event's occurredAt may be (clock skew between agents and us). */
+  INGEST_MAX_FUTURE_SKEW_MS: durationMs.default(5 * 60_000),
+  INGEST_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Months of event partitions kept created ahead of now. */
+  PARTITIONS_AHEAD_MONTHS: z.coerce.number().int().min(1).max(24).default(3),
+  SHUTDOWN_GRACE_MS: durationMs.default(10_000),
+  /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
+  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
+});
+
+export type AppConfig = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; throws a ConfigError naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = configSchema.safeParse(
+    Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== '')),
+  );
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** Nest provider token-free access: the config is a class so it can be injected by type. */
+export class Config {
+  constructor(readonly values: AppConfig) {}
+}

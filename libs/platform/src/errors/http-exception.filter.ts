@@ -1,0 +1,70 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { AppError, ERROR_STATUS, type ErrorCode } from './app-error';
+
+/** PostgreSQL or Redis unreachable: the request may succeed if retried shortly. */
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; cause?: unknown; name?: string };
+  if (!e) return false;
+  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', 'P1001', 'P1017', 'P2024'];
+  if (e.code && codes.includes(e.code)) return true;
+  const msg = String(e.message ?? '');
+  if (/timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|the database system is (starting up|shutting down)|terminating connection|Client has encountered a connection error|Can't reach database server|Transaction API error/i.test(msg)) return true;
+  return e.cause !== undefined && e.cause !== err ? isUnavailable(e.cause) : false;
+}
+
+interface FastifyLikeError {
+  code?: string;
+  statusCode?: number;
+  message: string;
+}
+
+/** Turns every failure into `{ statusCode, code, message, field? }`; 5xx never carry internals. */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('http');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const { status, body, retryAfter } = this.describe(exception);
+    if (status >= 500 && status !== 503) this.logger.error(exception instanceof Error ? exception.stack : String(exception));
+    if (retryAfter !== undefined) void reply.header('Retry-After', String(retryAfter));
+    void reply.status(status).send(body);
+  }
+
+  private describe(exception: unknown): { status: number; body: Record<string, unknown>; retryAfter?: number } {
+    if (exception instanceof AppError) {
+      return {
+        status: exception.status,
+        body: { statusCode: exception.status, code: exception.code, message: exception.message, ...(exception.field ? { field: exception.field } : {}) },
+        retryAfter: exception.retryAfterSeconds ?? (exception.code === 'unavailable' ? 1 : undefined),
+      };
+    }
+    const fastify = exception as FastifyLikeError;
+    if (fastify?.code?.startsWith('FST_')) {
+      const map: Record<string, ErrorCode> = {
+        FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+        FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+        FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+        FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'validation_failed',
+      };
+      const code = map[fastify.code] ?? (fastify.statusCode && fastify.statusCode < 500 ? 'validation_failed' : 'internal');
+      const status = ERROR_STATUS[code];
+      return { status, body: { statusCode: status, code, message: fastify.message, field: '(body)' } };
+    }
+    if (exception instanceof SyntaxError || (exception as { statusCode?: number })?.statusCode === 400 && /JSON/i.test(String((exception as Error).message))) {
+      return { status: 400, body: { statusCode: 400, code: 'invalid_json', message: `Body is not valid JSON: ${(exception as Error).message}`, field: '(body)' } };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const code = (Object.entries(ERROR_STATUS).find(([, s]) => s === status)?.[0] ?? 'internal') as ErrorCode;
+      return { status, body: { statusCode: status, code, message: exception.message } };
+    }
+    if (isUnavailable(exception)) {
+      return { status: 503, body: { statusCode: 503, code: 'unavailable', message: 'A backing service is unavailable; retry shortly' }, retryAfter: 1 };
+    }
+    return { status: 500, body: { statusCode: 500, code: 'internal', message: 'Internal error' } };
+  }
+}
+
+export { isUnavailable };

@@ -1,0 +1,34 @@
+import { BullModule } from '@nestjs/bullmq';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { EventPartitions, PrismaService } from '@tollgate/database';
+import { Config, type AppConfig } from './config';
+import { JobHandlers } from './queues/job-handlers';
+import { QUEUE_NAMES } from './queues/queues';
+import { RedisClient, redisOptions } from './redis';
+
+/**
+ * What both apps stand on: configuration, PostgreSQL through Prisma, Redis and the BullMQ queues,
+ * and the CQRS buses. Built from a config parsed once at boot.
+ */
+@Global()
+@Module({})
+export class PlatformModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    const providers = [
+      { provide: Config, useValue: new Config(config) },
+      { provide: PrismaService, useFactory: () => new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE) },
+      { provide: EventPartitions, useFactory: (prisma: PrismaService) => new EventPartitions(prisma), inject: [PrismaService] },
+      RedisClient,
+      JobHandlers,
+    ];
+    const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
+    return {
+      module: PlatformModule,
+      global: true,
+      imports: [CqrsModule.forRoot(), BullModule.forRoot({ connection: redisOptions(config), prefix: config.QUEUE_PREFIX }), queues],
+      providers,
+      exports: [...providers, queues, CqrsModule],
+    };
+  }
+}

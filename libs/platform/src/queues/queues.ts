@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+/**
+ * Every queue and every job the worker runs, with its payload schema: the one place the API
+ * (producer) and the worker (consumer) both import. The worker refuses to start when a job named
+ * here has no handler.
+ */
+export const QUEUES = {
+  maintenance: {
+    /** Creates the event log's monthly partitions ahead of time (also done on demand at ingest). */
+    'partitions.ensure': z.object({ monthsAhead: z.number().int().min(1).max(24).optional() }),
+  },
+} as const satisfies Record<string, Record<string, z.ZodType>>;
+
+export type QueueName = keyof typeof QUEUES;
+export type JobName<Q extends QueueName> = keyof (typeof QUEUES)[Q] & string;
+export type JobPayload<Q extends QueueName, J extends JobName<Q>> = z.infer<(typeof QUEUES)[Q][J]>;
+
+export const QUEUE_NAMES = Object.keys(QUEUES) as QueueName[];
+
+export function jobNamesOf(queue: QueueName): string[] {
+  return Object.keys(QUEUES[queue]);
+}
+
+/** Parses a job's payload with its schema; a job whose payload does not parse is not retried. */
+export function parseJob<Q extends QueueName>(queue: Q, name: string, data: unknown): { name: JobName<Q>; data: unknown } {
+  const schema = (QUEUES[queue] as Record<string, z.ZodType>)[name];
+  if (!schema) throw new Error(`Queue ${queue} has no job named ${name}`);
+  return { name: name as JobName<Q>, data: schema.parse(data) };
+}
