@@ -32,11 +32,8 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   app.enableShutdownHooks();
 
   const fastify = app.getHttpAdapter().getInstance();
-  // Body parsing fails before Nest's filters run; give those failures the same shape.
-  const filter = new HttpExceptionFilter();
-  fastify.setErrorHandler((error, _req, reply) => {
-    filter.catch(error, { switchToHttp: () => ({ getResponse: () => reply }) } as never);
-  });
+  // JSON only: a text/plain body is a client mistake (415), not a string to validate.
+  fastify.removeContentTypeParser('text/plain');
   // One line per request: method, route, status, time — at debug level for successes, since
   // guard checks come by the thousand per second. Never headers: they carry keys.
   fastify.addHook('onResponse', (req, reply, done) => {

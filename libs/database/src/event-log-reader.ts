@@ -1,3 +1,4 @@
+import { EVENT_SELECT } from './event-columns';
 import type { PrismaService } from './prisma.service';
 
 /** Where a reader stopped: the (transaction id, position) of the last event it consumed. */
@@ -35,7 +36,7 @@ export async function readEventsAfter(
   projectId?: string,
 ): Promise<LoggedEvent[]> {
   const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-    `SELECT tx::text AS tx, * FROM events
+    `SELECT ${EVENT_SELECT} FROM events
       WHERE (tx, position) > ($1::xid8, $2::bigint)
         AND tx < pg_snapshot_xmin(pg_current_snapshot())
         ${projectId ? 'AND project_id = $4' : ''}

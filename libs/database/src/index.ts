@@ -4,3 +4,4 @@ export { EventPartitions, monthOf } from './partitions';
 export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader';
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
+export { EVENT_COLUMNS, EVENT_SELECT } from './event-columns';

@@ -13,12 +13,6 @@ function isUnavailable(err: unknown): boolean {
   return e.cause !== undefined && e.cause !== err ? isUnavailable(e.cause) : false;
 }
 
-interface FastifyLikeError {
-  code?: string;
-  statusCode?: number;
-  message: string;
-}
-
 /** Turns every failure into `{ statusCode, code, message, field? }`; 5xx never carry internals. */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
@@ -40,25 +34,15 @@ export class HttpExceptionFilter implements ExceptionFilter {
         retryAfter: exception.retryAfterSeconds ?? (exception.code === 'unavailable' ? 1 : undefined),
       };
     }
-    const fastify = exception as FastifyLikeError;
-    if (fastify?.code?.startsWith('FST_')) {
-      const map: Record<string, ErrorCode> = {
-        FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
-        FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
-        FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
-        FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'validation_failed',
-      };
-      const code = map[fastify.code] ?? (fastify.statusCode && fastify.statusCode < 500 ? 'validation_failed' : 'internal');
-      const status = ERROR_STATUS[code];
-      return { status, body: { statusCode: status, code, message: fastify.message, field: '(body)' } };
-    }
-    if (exception instanceof SyntaxError || (exception as { statusCode?: number })?.statusCode === 400 && /JSON/i.test(String((exception as Error).message))) {
-      return { status: 400, body: { statusCode: 400, code: 'invalid_json', message: `Body is not valid JSON: ${(exception as Error).message}`, field: '(body)' } };
-    }
     if (exception instanceof HttpException) {
+      // Nest turns Fastify's own errors (body parsing, size, media type) into HttpExceptions.
       const status = exception.getStatus();
-      const code = (Object.entries(ERROR_STATUS).find(([, s]) => s === status)?.[0] ?? 'internal') as ErrorCode;
-      return { status, body: { statusCode: status, code, message: exception.message } };
+      const code: ErrorCode =
+        status === 400 && /JSON|body cannot be empty/i.test(exception.message)
+          ? 'invalid_json'
+          : ((Object.entries(ERROR_STATUS).find(([, s]) => s === status)?.[0] ?? 'internal') as ErrorCode);
+      const field = status === 400 || status === 413 || status === 415 ? { field: '(body)' } : {};
+      return { status, body: { statusCode: status, code, message: exception.message, ...field } };
     }
     if (isUnavailable(exception)) {
       return { status: 503, body: { statusCode: 503, code: 'unavailable', message: 'A backing service is unavailable; retry shortly' }, retryAfter: 1 };
