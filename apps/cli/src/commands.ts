@@ -1,0 +1,66 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { ProjectsService } from '@tollgate/ledger';
+import { KEY_SCOPES, type KeyScope } from '@tollgate/platform';
+
+export interface CliCommand {
+  /** e.g. `keys create` */
+  name: string;
+  usage: string;
+  /** Options parsed with node:util parseArgs. */
+  options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+  /** Needs the Nest application context (database, queues). */
+  run(ctx: INestApplicationContext, values: Record<string, unknown>, positionals: string[]): Promise<void>;
+}
+
+const print = (value: unknown) => process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+
+function scopesOf(raw: unknown): KeyScope[] {
+  const list = String(raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = list.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
+  if (!list.length || bad.length) throw new Error(`--scopes must be a comma-separated list of ${KEY_SCOPES.join(', ')}${bad.length ? ` (unknown: ${bad.join(', ')})` : ''}`);
+  return list as KeyScope[];
+}
+
+/** The commands of `npm run tollgate -- …`; features add theirs here. */
+export const COMMANDS: CliCommand[] = [
+  {
+    name: 'projects create',
+    usage: 'projects create --name <name> [--id <id>] [--unpriced-policy count_tokens|deny]',
+    options: { name: { type: 'string' }, id: { type: 'string' }, 'unpriced-policy': { type: 'string' } },
+    async run(ctx, v) {
+      if (!v.name) throw new Error('--name is required');
+      const policy = (v['unpriced-policy'] as string | undefined) ?? 'count_tokens';
+      if (policy !== 'count_tokens' && policy !== 'deny') throw new Error('--unpriced-policy must be count_tokens or deny');
+      print(await ctx.get(ProjectsService).createProject({ name: String(v.name), id: v.id as string | undefined, unpricedPolicy: policy }));
+    },
+  },
+  {
+    name: 'keys create',
+    usage: 'keys create --project <id> --scopes ingest,guard,read,admin [--name <name>]',
+    options: { project: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
+    async run(ctx, v) {
+      if (!v.project) throw new Error('--project is required');
+      const key = await ctx.get(ProjectsService).createKey(String(v.project), { scopes: scopesOf(v.scopes), name: v.name as string | undefined });
+      print(key);
+      process.stderr.write('The key is shown once: store it now.\n');
+    },
+  },
+  {
+    name: 'keys revoke',
+    usage: 'keys revoke --project <id> --key <keyId>',
+    options: { project: { type: 'string' }, key: { type: 'string' } },
+    async run(ctx, v) {
+      if (!v.project || !v.key) throw new Error('--project and --key are required');
+      print(await ctx.get(ProjectsService).revokeKey(String(v.project), String(v.key)));
+    },
+  },
+  {
+    name: 'keys list',
+    usage: 'keys list --project <id>',
+    options: { project: { type: 'string' } },
+    async run(ctx, v) {
+      if (!v.project) throw new Error('--project is required');
+      print(await ctx.get(ProjectsService).listKeys(String(v.project)));
+    },
+  },
+];
