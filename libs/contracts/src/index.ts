@@ -1,2 +1,3 @@
 export * from './step-event';
 export * from './validation';
+export * from './guard';

@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { idSchema } from './step-event';
+
+export const SCOPES = ['run', 'thread', 'resource', 'user', 'organization', 'session'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const WINDOWS = ['1h', '6h', '24h', '7d', '30d', '365d'] as const;
+export type Window = (typeof WINDOWS)[number];
+
+export const WINDOW_MS: Record<Window, number> = {
+  '1h': 3600_000,
+  '6h': 6 * 3600_000,
+  '24h': 24 * 3600_000,
+  '7d': 7 * 24 * 3600_000,
+  '30d': 30 * 24 * 3600_000,
+  '365d': 365 * 24 * 3600_000,
+};
+
+export const LIMIT_TYPES = ['cost', 'totalTokens', 'inputTokens', 'outputTokens'] as const;
+export type LimitType = (typeof LIMIT_TYPES)[number];
+
+const amount = z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive');
+const tokenLimit = z.number({ error: 'must be a number' }).int('must be an integer').positive('must be positive').max(1e15, 'must be at most 1e15');
+
+/** The step's ids; `runId` stands for the trace when no traceId is given. */
+export const guardContextSchema = z.strictObject({
+  traceId: idSchema.optional(),
+  runId: idSchema.optional(),
+  threadId: idSchema.optional(),
+  resourceId: idSchema.optional(),
+  userId: idSchema.optional(),
+  organizationId: idSchema.optional(),
+  sessionId: idSchema.optional(),
+  entityType: idSchema.optional(),
+  entityName: idSchema.optional(),
+});
+export type GuardContext = z.infer<typeof guardContextSchema>;
+
+export const guardLimitSchema = z
+  .strictObject({
+    scope: z.enum(SCOPES),
+    /** Rolling window; ignored for the run scope (a run is bounded by itself). */
+    window: z.enum(WINDOWS).default('7d'),
+    maxCost: amount.optional(),
+    maxTotalTokens: tokenLimit.optional(),
+    maxInputTokens: tokenLimit.optional(),
+    maxOutputTokens: tokenLimit.optional(),
+    /** Warn (soft threshold) once usage reaches this percentage of a limit. */
+    warnAtPercent: z.number({ error: 'must be a number' }).gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
+  })
+  .refine((l) => l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined, {
+    message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens',
+  });
+export type GuardLimit = z.infer<typeof guardLimitSchema>;
+
+export const guardEstimateSchema = z.strictObject({
+  provider: z.string().min(1).max(128),
+  model: z.string().min(1).max(256),
+  inputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
+  maxOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
+});
+export type GuardEstimate = z.infer<typeof guardEstimateSchema>;
+
+export const guardCheckRequestSchema = z
+  .strictObject({
+    context: guardContextSchema,
+    limits: z.array(guardLimitSchema).max(50, 'must hold at most 50 limits').optional(),
+    estimate: guardEstimateSchema.optional(),
+    /** Reserve the estimate when the step fits; needs `estimate` and `stepId`. */
+    reserve: z.boolean().default(false),
+    /** The caller's id for the step, so a retried check reuses its reservation. */
+    stepId: idSchema.optional(),
+    failMode: z.enum(['open', 'closed']).default('open'),
+    dryRun: z.boolean().default(false),
+  })
+  .superRefine((r, ctx) => {
+    if (r.reserve && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required when reserve is true' });
+    if (r.reserve && !r.stepId) ctx.addIssue({ code: 'custom', path: ['stepId'], message: 'is required when reserve is true' });
+  });
+export type GuardCheckRequest = z.infer<typeof guardCheckRequestSchema>;
+export type GuardCheckRequestInput = z.input<typeof guardCheckRequestSchema>;
+
+export interface GuardFinding {
+  scope: Scope;
+  scopeKey: string;
+  window: Window | null;
+  limitType: LimitType;
+  usage: number;
+  limit: number;
+  unit: string;
+  threshold: 'soft' | 'hard';
+  /** Where the limit came from: the request, or a project policy by name. */
+  source: string;
+}
+
+export interface ScopeUsage {
+  scope: Scope;
+  window: Window | null;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  estimatedCost: number;
+  costUnit: string | null;
+  reservedCost: number;
+  reservedInputTokens: number;
+  reservedOutputTokens: number;
+  unpricedEvents: number;
+}
+
+export interface GuardCheckResponse {
+  decision: 'allow' | 'deny';
+  /** Why the decision was taken without evaluating (guard unavailable → failMode). */
+  reason?: string;
+  violations: GuardFinding[];
+  warnings: GuardFinding[];
+  skipped: { scope: Scope; reason: string }[];
+  /** Keyed `<scopeKey>@<window>`, e.g. `resource:abc@7d`, or `run:<id>` for runs. */
+  usage: Record<string, ScopeUsage>;
+  reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
+  asOf: string;
+}
+
+export const policySchema = z
+  .strictObject({
+    scope: z.enum(SCOPES),
+    window: z.enum(WINDOWS).default('7d'),
+    maxCost: amount.optional(),
+    maxTotalTokens: tokenLimit.optional(),
+    maxInputTokens: tokenLimit.optional(),
+    maxOutputTokens: tokenLimit.optional(),
+    warnAtPercent: z.number().gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
+    strategy: z.enum(['block', 'warn']).default('block'),
+    /** Apply only to steps of this entity (agent) name. */
+    entityName: idSchema.optional(),
+  })
+  .refine((l) => l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined, {
+    message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens',
+  });
+export type Policy = z.infer<typeof policySchema>;
