@@ -29,11 +29,17 @@ export class RedisClient implements OnModuleDestroy {
   }
 
   async ping(timeoutMs = 1000): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)));
     try {
-      const reply = await Promise.race([this.redis.ping(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref())]);
+      // Commands fail at once while the connection is (re)established; wait for it within the budget.
+      const ready = this.redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => this.redis.once('ready', () => resolve()));
+      const reply = await Promise.race([ready.then(() => this.redis.ping()), timeout]);
       return reply === 'PONG';
     } catch {
       return false;
+    } finally {
+      clearTimeout(timer);
     }
   }
 

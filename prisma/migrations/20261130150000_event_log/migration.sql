@@ -92,8 +92,7 @@ CREATE TABLE event_ids (
   PRIMARY KEY (project_id, event_id)
 );
 
--- Creates the monthly partition that holds `at`, if it does not exist yet. Serialized with an
--- advisory lock so that two API replicas racing on a new month do not both try.
+-- Creates the monthly partition that holds `at`, if it does not exist yet.
 CREATE FUNCTION ensure_event_partition(at timestamptz) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -104,10 +103,13 @@ BEGIN
   IF to_regclass(part_name) IS NOT NULL THEN
     RETURN part_name;
   END IF;
-  PERFORM pg_advisory_xact_lock(72707370);
-  IF to_regclass(part_name) IS NULL THEN
+  -- Two replicas may race on a new month; the loser sees the winner's table (advisory locks do
+  -- not refresh the catalog snapshot, so the error is the reliable signal).
+  BEGIN
     EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%L) TO (%L)',
                    part_name, month_start, month_end);
-  END IF;
+  EXCEPTION WHEN duplicate_table OR unique_violation THEN
+    NULL;
+  END;
   RETURN part_name;
 END $$;

@@ -1,0 +1,39 @@
+import { validateStepEvents } from './validate-step-events';
+
+const now = new Date('2026-06-01T12:00:00.000Z');
+const event = (over: Record<string, unknown> = {}) => ({
+  eventId: 'e1', occurredAt: '2026-06-01T11:59:00.000Z', traceId: 't', entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 1, outputTokens: 1 }, ...over,
+});
+
+describe('validateStepEvents', () => {
+  it('keeps valid events with their index and rejects the others with the field path', () => {
+    const { valid, decided } = validateStepEvents([event(), event({ eventId: 'e2', usage: { inputTokens: -1, outputTokens: 0 } })], now, 60_000);
+    expect(valid.map((v) => [v.index, v.event.eventId])).toEqual([[0, 'e1']]);
+    expect(decided.get(1)).toEqual({ index: 1, eventId: 'e2', status: 'rejected', field: 'events[1].usage.inputTokens', reason: 'must not be negative' });
+  });
+
+  it('treats a repeated eventId in one batch as a duplicate of the first', () => {
+    const { valid, decided } = validateStepEvents([event(), event()], now, 60_000);
+    expect(valid).toHaveLength(1);
+    expect(decided.get(1)).toEqual({ index: 1, eventId: 'e1', status: 'duplicate' });
+  });
+
+  it('accepts an occurredAt within the allowed skew and rejects one past it', () => {
+    const within = validateStepEvents([event({ occurredAt: '2026-06-01T12:01:00.000Z' })], now, 60_000);
+    expect(within.valid).toHaveLength(1);
+    const past = validateStepEvents([event({ occurredAt: '2026-06-01T12:01:00.001Z' })], now, 60_000);
+    expect(past.decided.get(0)).toMatchObject({ status: 'rejected', field: 'events[0].occurredAt', reason: 'is more than 60000 ms in the future' });
+  });
+
+  it('names a missing field as required and an unknown one as unknown', () => {
+    const { decided } = validateStepEvents([{ ...event(), model: undefined }, event({ eventId: 'x', colour: 'red' })], now, 60_000);
+    expect(decided.get(0)).toMatchObject({ field: 'events[0].model', reason: 'is required' });
+    expect(decided.get(1)).toMatchObject({ field: 'events[1].colour', reason: 'is not a known field' });
+  });
+
+  it('rejects an event that is not an object', () => {
+    const { decided } = validateStepEvents(['nope', null], now, 60_000);
+    expect(decided.get(0)).toMatchObject({ status: 'rejected', eventId: null, field: 'events[0]' });
+    expect(decided.get(1)).toMatchObject({ status: 'rejected', field: 'events[1]' });
+  });
+});
