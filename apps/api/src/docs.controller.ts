@@ -2,10 +2,10 @@ import { Controller, Get, Header, NotFoundException, Param, Res } from '@nestjs/
 import { buildOpenApi } from '@tollgate/platform';
 import type { FastifyReply } from 'fastify';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-// swagger-ui-dist ships the UI as static files; served from here so /docs works offline.
-const uiRoot: string = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+// swagger-ui-dist ships the UI as static files (resolved, not required: its index loads the whole bundle); served from here so /docs works offline.
+const uiRoot: string = dirname(require.resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',

@@ -32,7 +32,8 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
         return { event, occurredAt, cost: priceStep(event, occurredAt, overrides) };
       });
       await this.partitions.ensureFor(rows.map((r) => r.occurredAt));
-      const stored = await this.prisma.$transaction((tx) => insertStepEvents(tx, projectId, rows));
+      // One statement, so one round trip and atomic without an explicit transaction.
+      const stored = await insertStepEvents(this.prisma, projectId, rows);
       const published: StepUsageRecorded[] = [];
       valid.forEach(({ index, event }, i) => {
         const position = stored.get(event.eventId);

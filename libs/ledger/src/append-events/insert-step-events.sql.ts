@@ -1,5 +1,5 @@
 import type { StepUsageEvent } from '@tollgate/contracts';
-import type { Prisma } from '@tollgate/database';
+import type { PrismaService } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
 
 export interface StepRow {
@@ -69,7 +69,7 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
  * are written. A concurrent request with the same ids waits on the claim and then skips them.
  * Returns the stored events' positions by event id; the missing ones were duplicates.
  */
-export async function insertStepEvents(tx: Prisma.TransactionClient, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
+export async function insertStepEvents(tx: Pick<PrismaService, '$queryRawUnsafe'>, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
   if (rows.length === 0) return new Map();
   const cols = COLUMN_NAMES.join(', ');
   const stored = await tx.$queryRawUnsafe<{ event_id: string; position: string }[]>(

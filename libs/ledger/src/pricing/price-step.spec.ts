@@ -1,4 +1,4 @@
-import { normalizeModel, normalizeProvider, overrideAt, priceStep, type PriceOverrideRate } from './price-step';
+import { catalogCost, catalogCostUncached, normalizeModel, normalizeProvider, overrideAt, priceStep, type PriceOverrideRate } from './price-step';
 
 const usage = { inputTokens: 1_000_000, outputTokens: 100_000 };
 const at = new Date('2026-06-01T00:00:00Z');
@@ -57,5 +57,31 @@ describe('overrideAt', () => {
   it('matches provider and model only', () => {
     expect(overrideAt(rates, 'openai', 'gpt-4o-mini', at)).toBeUndefined();
     expect(overrideAt(rates, 'azure', 'gpt-4o', at)).toBeUndefined();
+  });
+});
+
+describe('catalog rate cache', () => {
+  const models: [string, string][] = [
+    ['openai', 'gpt-4o'], ['openai', 'gpt-4o-mini'], ['openai', 'gpt-4.1'], ['openai', 'o3-mini'], ['openai', 'gpt-4o-audio-preview'],
+    ['anthropic', 'claude-sonnet-4-0'], ['anthropic', 'claude-3-5-haiku-latest'], ['google', 'gemini-2.5-pro'], ['google', 'gemini-2.5-flash'],
+  ];
+  let seed = 42;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+
+  it.each(models)('prices %s/%s exactly as the catalog does, tiers included', (provider, model) => {
+    for (let i = 0; i < 200; i++) {
+      const inputTokens = rand(400_000);
+      const cacheReadTokens = rand(2) ? rand(inputTokens + 1) : 0;
+      const cacheWriteTokens = rand(2) ? rand(inputTokens - cacheReadTokens + 1) : 0;
+      const usage = { inputTokens, outputTokens: rand(20_000), cacheReadTokens, cacheWriteTokens };
+      const when = new Date(Date.UTC(2025, rand(12), 1 + rand(28)));
+      const fast = catalogCost(usage, provider, model, when);
+      const reference = catalogCostUncached(usage, provider, model, when);
+      expect(fast === null).toBe(reference === null);
+      if (fast && reference) {
+        expect(Math.round(fast.input * 1e6)).toBe(Math.round(reference.input * 1e6));
+        expect(Math.round(fast.output * 1e6)).toBe(Math.round(reference.output * 1e6));
+      }
+    }
   });
 });

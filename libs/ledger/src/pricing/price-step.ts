@@ -71,8 +71,8 @@ export function costAtRates(usage: Usage, rate: PriceOverrideRate): { input: num
   return { input, output: usage.outputTokens * rate.outputPerMillion };
 }
 
-function catalogCost(usage: Usage, provider: string, model: string, at: Date) {
-  const result = calcPrice(
+function calcCatalog(usage: Usage, provider: string, model: string, at: Date) {
+  return calcPrice(
     {
       input_tokens: usage.inputTokens,
       output_tokens: usage.outputTokens,
@@ -83,9 +83,77 @@ function catalogCost(usage: Usage, provider: string, model: string, at: Date) {
     normalizeModel(provider, model),
     { providerId: normalizeProvider(provider), timestamp: at },
   );
+}
+
+/** Cost per token of each part of the usage, for a model whose price has no tiers. */
+interface LinearRates {
+  priceId: string;
+  uncached: number;
+  cacheRead: number;
+  cacheWrite: number;
+  audio: number;
+  output: number;
+}
+
+const M = 1_000_000;
+const HOUR = 3600_000;
+/** (provider, model, hour) → the linear rates in force, or null when the price is tiered or unknown. */
+const ratesCache = new Map<string, LinearRates | null>();
+
+/**
+ * The catalog call costs ~10 µs per event (it matches the model against every provider's rules),
+ * which at ingest rates is a core's worth of time. A price without tiers is linear in the usage,
+ * so its per-token rates are measured once per hour of occurredAt, with unit usages, through the
+ * catalog itself, and reused. Tiered prices (long-context surcharges) always go through the catalog.
+ */
+function linearRates(provider: string, model: string, at: Date): LinearRates | null | undefined {
+  const key = `${provider}\u0000${model}\u0000${Math.floor(at.getTime() / HOUR)}`;
+  if (ratesCache.has(key)) return ratesCache.get(key);
+  const probe = calcCatalog({ inputTokens: M, outputTokens: M }, provider, model, at);
+  let rates: LinearRates | null = null;
+  if (probe && Object.values(probe.model_price as Record<string, unknown>).every((v) => typeof v === 'number')) {
+    const inputCost = (u: Partial<Usage>) => calcCatalog({ inputTokens: M, outputTokens: 0, ...u }, provider, model, at)?.input_price ?? NaN;
+    rates = {
+      priceId: `${CATALOG}:${probe.provider.id}/${probe.model.id}`,
+      uncached: probe.input_price / M,
+      output: probe.output_price / M,
+      cacheRead: inputCost({ cacheReadTokens: M }) / M,
+      cacheWrite: inputCost({ cacheWriteTokens: M }) / M,
+      audio: inputCost({ audioInputTokens: M }) / M,
+    };
+    if (Object.values(rates).some((v) => typeof v === 'number' && !Number.isFinite(v))) rates = null;
+  }
+  if (ratesCache.size > 10_000) ratesCache.clear();
+  ratesCache.set(key, probe ? rates : null);
+  return probe ? rates : undefined;
+}
+
+function catalogCost(usage: Usage, provider: string, model: string, at: Date): { input: number; output: number; priceId: string } | null {
+  const rates = linearRates(provider, model, at);
+  if (rates === undefined) return null;
+  if (rates) {
+    const cacheRead = usage.cacheReadTokens ?? 0;
+    const cacheWrite = usage.cacheWriteTokens ?? 0;
+    const audio = usage.audioInputTokens ?? 0;
+    const uncached = Math.max(0, usage.inputTokens - cacheRead - cacheWrite - audio);
+    return {
+      input: uncached * rates.uncached + cacheRead * rates.cacheRead + cacheWrite * rates.cacheWrite + audio * rates.audio,
+      output: usage.outputTokens * rates.output,
+      priceId: rates.priceId,
+    };
+  }
+  const result = calcCatalog(usage, provider, model, at);
   if (!result) return null;
   return { input: result.input_price, output: result.output_price, priceId: `${CATALOG}:${result.provider.id}/${result.model.id}` };
 }
+
+/** The catalog's own answer, without the rate cache (for tests that check the cache against it). */
+export function catalogCostUncached(usage: Usage, provider: string, model: string, at: Date) {
+  const r = calcCatalog(usage, provider, model, at);
+  return r ? { input: r.input_price, output: r.output_price } : null;
+}
+
+export { catalogCost };
 
 /**
  * Prices one step at the price in force at its occurredAt: a provider-reported cost wins, then the

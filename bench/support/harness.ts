@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
+}
+
+export async function resetDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = '/postgres';
+  const c = new Client({ connectionString: u.toString() });
+  await c.connect();
+  await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await c.end();
+}
+
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
+export async function startServiceProcess(entry: 'main' | 'api', env: Record<string, string>): Promise<ServiceProcess> {
+  const port = 4000 + Math.floor(Math.random() * 2000);
+  const script = entry === 'main' ? join(__dirname, '..', '..', 'apps', 'main.js') : join(__dirname, '..', '..', 'apps', 'api', 'src', 'main.js');
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      const r = await fetch(`${url}/health/ready`);
+      if (r.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function createBenchProject(url: string, scopes = ['ingest', 'guard', 'read', 'admin']): Promise<{ id: string; key: string }> {
+  const headers = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  const p = await (await fetch(`${url}/v1/admin/projects`, { method: 'POST', headers, body: JSON.stringify({ name: "bench" }) })).json() as { id: string };
+  const k = await (await fetch(`${url}/v1/admin/projects/${p.id}/keys`, { method: 'POST', headers, body: JSON.stringify({ scopes }) })).json() as { key: string };
+  return { id: p.id, key: k.key };
+}
