@@ -1,0 +1,43 @@
+/**
+ * `@tollgate/processors`: Mastra processors that count tokens exactly and enforce budgets kept by
+ * Tollgate.
+ *
+ * @packageDocumentation
+ */
+export { TokenLimiterProcessor } from './token-limiter/token-limiter.processor';
+export type {
+  TokenLimiterOptions,
+  TokenLimiterGuardOptions,
+  TokenLimiterTripwireMetadata,
+  TokenLimitReachedPart,
+  TokenLimiterInputArgs,
+  TokenLimiterStepArgs,
+  TokenLimiterStreamArgs,
+  TokenLimiterResultArgs,
+} from './token-limiter/token-limiter.processor';
+export type { TrimMode } from './token-limiter/select-messages';
+export { truncateByTokens, type TokenCodec } from './token-limiter/truncate-by-tokens';
+export { TokenCountCache } from './token-count/count-cache';
+export {
+  MessageTokenCounter,
+  type MessageTokenCounterOptions,
+  TOKENS_PER_MESSAGE,
+  TOKENS_PER_CONVERSATION,
+  TOKENS_PER_TOOL_CALL,
+  TOKENS_PER_TOOL_RESULT,
+  DEFAULT_IMAGE_TOKENS,
+  DEFAULT_FILE_TOKENS,
+} from './token-count/message-token-counter';
+export type {
+  TollgateGuardClient,
+  GuardCheckRequest,
+  GuardCheckResponse,
+  GuardContext,
+  GuardFinding,
+  GuardLimit,
+  GuardScope,
+  GuardScopeUsage,
+  GuardWindow,
+  StepUsageEvent,
+} from './tollgate/guard-client';
+export type * from './mastra-shapes';
