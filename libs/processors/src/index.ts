@@ -15,6 +15,23 @@ export type {
   TokenLimiterStreamArgs,
   TokenLimiterResultArgs,
 } from './token-limiter/token-limiter.processor';
+export { CostGuardProcessor } from './cost-guard/cost-guard.processor';
+export type {
+  CostGuardOptions,
+  CostGuardTripwireMetadata,
+  CostGuardViolationDetail,
+  CostGuardViolation,
+  CostGuardUsage,
+  CostGuardBreakdownEntry,
+  CostGuardStepArgs,
+  CostGuardResponseArgs,
+  CostScope,
+  CostWindow,
+  MastraShape,
+} from './cost-guard/cost-guard.processor';
+export { ObservabilityCostSource, TOKEN_COST_METRICS, type ObservabilityStoreShape } from './cost-guard/observability-cost-source';
+export { formatCost, formatViolationMessage } from './cost-guard/violation-message';
+export { readContextIds, scopeId } from './tollgate/context-ids';
 export type { TrimMode } from './token-limiter/select-messages';
 export { truncateByTokens, type TokenCodec } from './token-limiter/truncate-by-tokens';
 export { TokenCountCache } from './token-count/count-cache';
