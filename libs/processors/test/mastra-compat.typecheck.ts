@@ -3,9 +3,13 @@
  * processors stop matching @mastra/core's processor interfaces structurally.
  */
 import type { InputProcessor, OutputProcessor, Processor } from '@mastra/core/processors';
-import { TokenLimiterProcessor } from '../src';
+import { CostGuardProcessor, TokenLimiterProcessor } from '../src';
 
 const limiter = new TokenLimiterProcessor(1000);
 export const asInput: InputProcessor = limiter;
 export const asOutput: OutputProcessor = limiter;
 export const asProcessor: Processor<'token-limiter'> = limiter;
+
+const costGuard = new CostGuardProcessor({ maxCost: 1 });
+export const guardAsInput: InputProcessor = costGuard;
+export const guardAsProcessor: Processor<'cost-guard'> = costGuard;
