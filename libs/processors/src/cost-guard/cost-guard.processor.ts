@@ -1,0 +1,539 @@
+import { randomUUID } from 'node:crypto';
+import type { TiktokenBPE } from 'js-tiktoken/lite';
+import type {
+  AbortFn,
+  LoggerShape,
+  MessageListShape,
+  MessageShape,
+  ModelShape,
+  RequestContextShape,
+  StepUsageShape,
+  SystemMessageShape,
+  TracingShape,
+} from '../mastra-shapes';
+import { TokenCountCache } from '../token-count/count-cache';
+import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
+import { readContextIds, scopeId } from '../tollgate/context-ids';
+import type { GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
+import { formatCost, formatViolationMessage } from './violation-message';
+import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
+
+/** Scopes a cost limit can apply to. `user`, `organization` and `session` read plain request-context keys. */
+export type CostScope = GuardScope;
+/** Aggregation windows (ignored for `run`). */
+export type CostWindow = GuardWindow;
+
+/** Options of {@link CostGuardProcessor}. */
+export interface CostGuardOptions {
+  /**
+   * Maximum cost in the cost unit (USD), or a function of the request context for per-request
+   * budgets. A function that throws or returns anything but a finite positive number skips the
+   * check for that request (with a warning).
+   */
+  maxCost: number | ((requestContext?: RequestContextShape) => number);
+  /** What the cost is summed over. Default `'resource'`. */
+  scope?: CostScope;
+  /** Aggregation window for every scope but `run`. Default `'7d'`. */
+  window?: CostWindow;
+  /** Over the limit: `'block'` (default) aborts the step with a TripWire, `'warn'` logs and continues. */
+  strategy?: 'block' | 'warn';
+  /** Abort reason and warning text. Placeholders `{usage}` and `{limit}`. */
+  message?: string;
+  /** Soft threshold in percent of `maxCost` (exclusive 0–100): warns once per request, never aborts. */
+  warnAtPercent?: number;
+  /** Seed-compatible mode only: attach a per-provider/model cost breakdown to violations. */
+  includeBreakdown?: boolean;
+  /**
+   * When the cost cannot be checked (Tollgate or the observability store unreachable): `'open'`
+   * (default) lets the step run, `'closed'` aborts it. A step without the scope's id is always
+   * let through, as the scope table of the specification says.
+   */
+  failMode?: 'open' | 'closed';
+  /**
+   * Tollgate client. With it the guard is exact: each step reserves its worst-case cost before
+   * the LLM call and records its actual usage after. Without it, the processor must be registered
+   * with a Mastra instance whose observability storage has `getMetricAggregate` (approximate).
+   */
+  client?: TollgateGuardClient;
+  /** Output cap used in the estimate when the step has no `modelSettings.maxOutputTokens`. Default 4,096. */
+  defaultMaxOutputTokens?: number;
+  /** BPE rank set used to count the outgoing messages. Default `o200k_base`. */
+  encoding?: TiktokenBPE;
+  /** Token-count cache for the estimate; share one with a {@link TokenLimiterProcessor} to count once. */
+  countCache?: TokenCountCache | false;
+  /** Logger; defaults to the registering Mastra instance's logger, else `console`. */
+  logger?: LoggerShape;
+}
+
+/** Cost usage as reported in TripWire metadata. */
+export interface CostGuardUsage {
+  estimatedCost: number | null;
+  costUnit: string | null;
+}
+
+/** Per-provider/model cost, attached when `includeBreakdown` is set (seed-compatible mode). */
+export interface CostGuardBreakdownEntry {
+  provider: string | null;
+  model: string | null;
+  estimatedCost: number | null;
+  costUnit: string | null;
+}
+
+/** Metadata of the TripWire raised by the `block` strategy. */
+export interface CostGuardTripwireMetadata {
+  processorId: 'cost-guard';
+  /** The cost compared with the limit (exact mode: recorded + reserved + this step's estimate). */
+  usage: CostGuardUsage;
+  maxCost: number;
+  scope: CostScope;
+  /** `'<scope>:<id>'`; absent for `run`. */
+  scopeKey?: string;
+  threshold: 'hard';
+  breakdown?: CostGuardBreakdownEntry[];
+}
+
+/** `detail` of the violations passed to `onViolation`. */
+export interface CostGuardViolationDetail {
+  usage: number;
+  limit: number;
+  totalUsage: CostGuardUsage;
+  scope: CostScope;
+  scopeKey?: string;
+  threshold: 'soft' | 'hard';
+  breakdown?: CostGuardBreakdownEntry[];
+}
+
+/** A violation as Mastra's `ProcessorViolation` carries it. */
+export interface CostGuardViolation {
+  processorId: string;
+  message: string;
+  detail: unknown;
+}
+
+/** A Mastra instance, as far as registration needs it. */
+export interface MastraShape {
+  getStorage?(): { stores?: { observability?: unknown } } | undefined;
+  getLogger?(): LoggerShape;
+}
+
+/** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
+export interface CostGuardStepArgs extends TracingShape {
+  messages?: MessageShape[];
+  messageList?: MessageListShape;
+  systemMessages?: SystemMessageShape[];
+  abort: AbortFn<CostGuardTripwireMetadata>;
+  requestContext?: RequestContextShape;
+  state: Record<string, unknown>;
+  stepNumber: number;
+  steps: ReadonlyArray<{ usage?: StepUsageShape }>;
+  runId?: string;
+  model?: ModelShape;
+  modelSettings?: { maxOutputTokens?: number };
+  agent?: { id?: string; name?: string };
+}
+
+/** Arguments of `processLLMResponse` (a subset of Mastra's `ProcessLLMResponseArgs`). */
+export interface CostGuardResponseArgs {
+  chunks: ReadonlyArray<{ type: string; payload?: unknown }>;
+  stepNumber: number;
+  state: Record<string, unknown>;
+  fromCache?: boolean;
+}
+
+interface PendingStep {
+  stepIndex: number;
+  reservationId?: string;
+  provider: string;
+  model: string;
+  context: GuardContext;
+  recorded: boolean;
+}
+
+interface RunState {
+  runKey: string;
+  pending: PendingStep[];
+  notified: Set<'soft' | 'hard'>;
+}
+
+const DEFAULT_MESSAGE = 'Cost guard: cost limit exceeded ({usage}/{limit})';
+let instances = 0;
+
+/**
+ * Enforces a cost limit before every LLM call of an agent run (`processInputStep`).
+ *
+ * With a Tollgate `client` it is exact: each step asks Tollgate's guard with an estimate of the
+ * step (outgoing messages counted with js-tiktoken, output capped by `maxOutputTokens`) and
+ * reserves that worst case; the step's actual usage is recorded afterwards (`processLLMResponse`,
+ * or at the next step from `steps`), which settles the reservation. Concurrent runs on one
+ * budget therefore cannot overspend it. Without a client it reads Mastra's observability store
+ * like `@mastra/core`'s own cost guard (approximate: metrics land with a delay).
+ *
+ * @example
+ * ```ts
+ * const costGuard = new CostGuardProcessor({ maxCost: 5, scope: 'thread', window: '24h', client: tollgate });
+ * costGuard.onViolation = ({ detail }) => alert(detail);
+ * new Agent({ …, inputProcessors: [costGuard] });
+ * ```
+ */
+export class CostGuardProcessor {
+  /** Processor id. */
+  readonly id = 'cost-guard' as const;
+  /** Display name. */
+  readonly name = 'Cost Guard';
+  private readonly options: CostGuardOptions;
+  private readonly scope: CostScope;
+  private readonly window: CostWindow;
+  private readonly strategy: 'block' | 'warn';
+  private readonly messageTemplate: string;
+  private readonly counter: MessageTokenCounter;
+  private readonly stateKey = `costGuard:${instances++}`;
+  private observability?: ObservabilityCostSource;
+  private logger?: LoggerShape;
+  private violationHandler?: (violation: CostGuardViolation) => void | Promise<void>;
+  /** TripWire metadata already delivered to `onViolation`, so the runner's own call is not a second one. */
+  private readonly delivered = new WeakSet<object>();
+
+  constructor(options: CostGuardOptions) {
+    if (typeof options.maxCost === 'number' && (!Number.isFinite(options.maxCost) || options.maxCost <= 0)) {
+      throw new RangeError('CostGuardProcessor requires maxCost to be a finite positive number');
+    }
+    if (options.warnAtPercent !== undefined && (!Number.isFinite(options.warnAtPercent) || options.warnAtPercent <= 0 || options.warnAtPercent >= 100)) {
+      throw new RangeError('CostGuardProcessor requires warnAtPercent to be a number between 0 and 100 (exclusive)');
+    }
+    this.options = options;
+    this.scope = options.scope ?? 'resource';
+    this.window = options.window ?? '7d';
+    this.strategy = options.strategy ?? 'block';
+    this.messageTemplate = options.message ?? DEFAULT_MESSAGE;
+    this.logger = options.logger;
+    this.counter = new MessageTokenCounter({ encoding: options.encoding, cache: options.countCache ?? new TokenCountCache() });
+  }
+
+  /**
+   * Called when a limit is crossed or approached, whatever the strategy, once per request and
+   * threshold. Errors it throws are swallowed: alerting must not break the agent.
+   */
+  get onViolation(): ((violation: CostGuardViolation) => Promise<void>) | undefined {
+    return this.violationHandler ? this.forwardViolation : undefined;
+  }
+  set onViolation(handler: ((violation: CostGuardViolation) => void | Promise<void>) | undefined) {
+    this.violationHandler = handler;
+  }
+
+  // Mastra's runner calls onViolation itself when a processor aborts, with the TripWire metadata
+  // as detail. This guard already delivered that violation (with its richer detail) before
+  // aborting, so the runner's call is recognised by its metadata object and dropped.
+  private readonly forwardViolation = async (violation: CostGuardViolation): Promise<void> => {
+    if (violation.detail && typeof violation.detail === 'object' && this.delivered.has(violation.detail)) return;
+    try {
+      await this.violationHandler?.(violation);
+    } catch {
+      // Swallowed by contract.
+    }
+  };
+
+  /**
+   * Called by Mastra when the agent is registered. Without a Tollgate client, requires
+   * observability storage with `getMetricAggregate` and throws otherwise.
+   * @internal
+   */
+  __registerMastra(mastra: MastraShape): void {
+    this.logger ??= mastra.getLogger?.();
+    if (this.options.client) return;
+    const store = mastra.getStorage?.()?.stores?.observability as ObservabilityStoreShape | undefined;
+    if (!store || typeof store.getMetricAggregate !== 'function') {
+      throw new Error(
+        'CostGuardProcessor requires a Tollgate client or observability storage with getMetricAggregate support. Pass `client`, or configure observability storage on your Mastra instance.',
+      );
+    }
+    this.observability = new ObservabilityCostSource(store);
+  }
+
+  /** Checks the cost limit before the step's LLM call; settles the previous steps' reservations first. */
+  async processInputStep(args: CostGuardStepArgs): Promise<void> {
+    const run = this.runState(args.state);
+    const ids = readContextIds(args.requestContext, args);
+    if (args.runId) ids.runId = args.runId;
+    if (this.options.client) await this.settleFromSteps(run, args.steps, ids);
+
+    const id = scopeId(this.scope, ids);
+    if (id === undefined) return;
+    const maxCost = this.resolveMaxCost(args.requestContext);
+    if (maxCost === undefined) return;
+    const scopeKey = this.scope === 'run' ? undefined : `${this.scope}:${id}`;
+
+    if (this.options.client) return this.checkWithTollgate(this.options.client, args, run, ids, maxCost, scopeKey);
+    if (!this.observability) {
+      throw new Error('CostGuardProcessor has no Tollgate client and was not registered with a Mastra instance');
+    }
+    return this.checkWithObservability(this.observability, args, run, id, maxCost, scopeKey);
+  }
+
+  /**
+   * Records the step's actual usage as soon as the step ends, settling its reservation. Mastra
+   * calls this on input processors too, so registering the guard as an input processor is enough.
+   */
+  async processLLMResponse(args: CostGuardResponseArgs): Promise<void> {
+    const client = this.options.client;
+    if (!client || args.fromCache) return;
+    const run = this.runState(args.state);
+    const step = run.pending.find((p) => p.stepIndex === args.stepNumber);
+    const finish = args.chunks.find((c) => c.type === 'finish' || c.type === 'step-finish');
+    const usage = (finish?.payload as { output?: { usage?: StepUsageShape } } | undefined)?.output?.usage;
+    if (step && usage) await this.record(client, run, step, usage);
+  }
+
+  private async checkWithTollgate(
+    client: TollgateGuardClient,
+    args: CostGuardStepArgs,
+    run: RunState,
+    ids: GuardContext,
+    maxCost: number,
+    scopeKey: string | undefined,
+  ): Promise<void> {
+    const { provider, model } = modelIds(args.model);
+    const entityName = args.agent?.name ?? args.agent?.id;
+    const context: GuardContext = { ...ids, entityType: 'agent', ...(entityName ? { entityName } : {}) };
+    const failMode = this.options.failMode ?? 'open';
+    const step: PendingStep = { stepIndex: args.stepNumber, provider, model, context, recorded: false };
+    let response: GuardCheckResponse;
+    try {
+      response = await client.guard.check({
+        context,
+        limits: [
+          {
+            scope: this.scope,
+            ...(this.scope === 'run' ? {} : { window: this.window }),
+            maxCost,
+            ...(this.options.warnAtPercent !== undefined ? { warnAtPercent: this.options.warnAtPercent } : {}),
+          },
+        ],
+        estimate: {
+          provider,
+          model,
+          inputTokens: this.estimateInputTokens(args),
+          maxOutputTokens: args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096,
+        },
+        reserve: true,
+        stepId: `${run.runKey}:${args.stepNumber}`,
+        failMode,
+      });
+    } catch (error) {
+      run.pending.push(step);
+      return this.unavailable(args, maxCost, scopeKey, error);
+    }
+    step.reservationId = response.reservation?.id;
+    run.pending.push(step);
+
+    const hard = response.decision === 'deny' ? (response.violations.find((v) => v.limitType === 'cost') ?? response.violations[0]) : undefined;
+    if (hard) return this.violate(args, run, maxCost, scopeKey, finding(hard));
+    const soft = response.warnings.find((w) => w.limitType === 'cost' && w.threshold === 'soft');
+    if (soft) await this.warnSoft(run, scopeKey, finding(soft));
+  }
+
+  private async checkWithObservability(
+    source: ObservabilityCostSource,
+    args: CostGuardStepArgs,
+    run: RunState,
+    id: string,
+    maxCost: number,
+    scopeKey: string | undefined,
+  ): Promise<void> {
+    let cost: CostGuardUsage;
+    try {
+      cost = await source.cost(this.scope, id, this.window);
+    } catch (error) {
+      return this.unavailable(args, maxCost, scopeKey, error);
+    }
+    const spent = cost.estimatedCost ?? 0;
+    const unit = cost.costUnit ?? 'USD';
+    const breakdown = () => (this.options.includeBreakdown ? source.breakdown(this.scope, id, this.window).catch(() => undefined) : Promise.resolve(undefined));
+    if (spent >= maxCost) return this.violate(args, run, maxCost, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown() });
+    if (this.options.warnAtPercent !== undefined && spent >= (maxCost * this.options.warnAtPercent) / 100) {
+      await this.warnSoft(run, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown() });
+    }
+  }
+
+  private async violate(args: CostGuardStepArgs, run: RunState, maxCost: number, scopeKey: string | undefined, f: Finding): Promise<void> {
+    const message = formatViolationMessage(this.messageTemplate, f.usage, f.limit);
+    const totalUsage = { estimatedCost: f.usage, costUnit: f.unit };
+    const detail: CostGuardViolationDetail = {
+      usage: f.usage,
+      limit: f.limit,
+      totalUsage,
+      scope: this.scope,
+      ...(scopeKey ? { scopeKey } : {}),
+      threshold: 'hard',
+      ...(f.breakdown ? { breakdown: f.breakdown } : {}),
+    };
+    if (this.strategy === 'warn') {
+      this.log(message);
+      await this.notifyOnce(run, 'hard', message, detail);
+      return;
+    }
+    const metadata: CostGuardTripwireMetadata = {
+      processorId: 'cost-guard',
+      usage: totalUsage,
+      maxCost,
+      scope: this.scope,
+      ...(scopeKey ? { scopeKey } : {}),
+      threshold: 'hard',
+      ...(f.breakdown ? { breakdown: f.breakdown } : {}),
+    };
+    this.delivered.add(metadata);
+    await this.notifyOnce(run, 'hard', message, detail);
+    args.abort(message, { retry: false, metadata });
+  }
+
+  private async warnSoft(run: RunState, scopeKey: string | undefined, f: Finding): Promise<void> {
+    if (run.notified.has('soft')) return;
+    const message = `Cost guard: cost reached ${this.options.warnAtPercent}% of the limit (${formatCost(f.usage)}/${formatCost(f.limit)})`;
+    this.log(message);
+    await this.notifyOnce(run, 'soft', message, {
+      usage: f.usage,
+      limit: f.limit,
+      totalUsage: { estimatedCost: f.usage, costUnit: f.unit },
+      scope: this.scope,
+      ...(scopeKey ? { scopeKey } : {}),
+      threshold: 'soft',
+      ...(f.breakdown ? { breakdown: f.breakdown } : {}),
+    });
+  }
+
+  private async notifyOnce(run: RunState, threshold: 'soft' | 'hard', message: string, detail: CostGuardViolationDetail): Promise<void> {
+    if (run.notified.has(threshold)) return;
+    run.notified.add(threshold);
+    if (!this.violationHandler) return;
+    try {
+      await this.violationHandler({ processorId: this.id, message, detail });
+    } catch (error) {
+      this.log('Cost guard: onViolation callback threw', error);
+    }
+  }
+
+  private unavailable(args: CostGuardStepArgs, maxCost: number, scopeKey: string | undefined, error: unknown): void {
+    const reason = (error as Error)?.message ?? String(error);
+    if (this.options.failMode !== 'closed') {
+      this.log(`Cost guard: cost check failed, allowing the step (fail-open): ${reason}`);
+      return;
+    }
+    args.abort(`Cost guard: cost check failed, blocking the step (fail-closed): ${reason}`, {
+      retry: false,
+      metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
+    });
+  }
+
+  /**
+   * Records every earlier step of this run whose usage was not recorded yet, from `steps`. This
+   * is the fallback when `processLLMResponse` did not run (an older Mastra, or a failed record).
+   */
+  private async settleFromSteps(run: RunState, steps: CostGuardStepArgs['steps'], ids: GuardContext): Promise<void> {
+    const client = this.options.client!;
+    for (const step of run.pending) {
+      if (step.recorded) continue;
+      const usage = steps[step.stepIndex]?.usage;
+      if (!usage) continue;
+      step.context = { ...ids, ...step.context };
+      await this.record(client, run, step, usage);
+    }
+  }
+
+  private async record(client: TollgateGuardClient, run: RunState, step: PendingStep, usage: StepUsageShape): Promise<void> {
+    if (step.recorded) return;
+    step.recorded = true;
+    const c = step.context;
+    const event: StepUsageEvent = {
+      eventId: `${run.runKey}:${step.stepIndex}`,
+      occurredAt: new Date().toISOString(),
+      traceId: c.traceId ?? run.runKey,
+      ...pick(c, ['runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityName']),
+      entityType: c.entityType ?? 'agent',
+      provider: step.provider,
+      model: step.model,
+      usage: {
+        inputTokens: usage.inputTokens ?? 0,
+        outputTokens: usage.outputTokens ?? 0,
+        ...(usage.cachedInputTokens ? { cacheReadTokens: usage.cachedInputTokens } : {}),
+        ...(usage.reasoningTokens ? { reasoningTokens: usage.reasoningTokens } : {}),
+      },
+      ...(step.reservationId ? { reservationId: step.reservationId } : {}),
+      stepIndex: step.stepIndex,
+    };
+    try {
+      await client.events.record(event);
+    } catch (error) {
+      // Left unrecorded: the next step retries (same eventId, so Tollgate deduplicates); the
+      // reservation otherwise expires and Tollgate settles it at its estimate.
+      step.recorded = false;
+      this.log(`Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /** Outgoing messages of the step, counted exactly, plus the conversation overhead. */
+  private estimateInputTokens(args: CostGuardStepArgs): number {
+    const messages = args.messageList?.get.all.db() ?? args.messages ?? [];
+    const systemMessages = args.messageList?.getAllSystemMessages() ?? args.systemMessages ?? [];
+    let tokens = TOKENS_PER_CONVERSATION;
+    for (const system of systemMessages) tokens += this.counter.countSystemMessage(system);
+    for (const message of messages) tokens += this.counter.countMessage(message);
+    return tokens;
+  }
+
+  private resolveMaxCost(requestContext: RequestContextShape | undefined): number | undefined {
+    const { maxCost } = this.options;
+    if (typeof maxCost === 'number') return maxCost;
+    let value: unknown;
+    try {
+      value = maxCost(requestContext);
+    } catch (error) {
+      this.log('Cost guard: maxCost function threw; skipping the check', error);
+      return undefined;
+    }
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      this.log(`Cost guard: maxCost function returned ${String(value)}; skipping the check`);
+      return undefined;
+    }
+    return value;
+  }
+
+  private runState(state: Record<string, unknown>): RunState {
+    let run = state[this.stateKey] as RunState | undefined;
+    if (!run) {
+      run = { runKey: randomUUID(), pending: [], notified: new Set() };
+      state[this.stateKey] = run;
+    }
+    return run;
+  }
+
+  private log(message: string, error?: unknown): void {
+    const logger = this.logger ?? console;
+    if (error === undefined) logger.warn(message);
+    else logger.warn(message, { error });
+  }
+}
+
+interface Finding {
+  usage: number;
+  limit: number;
+  unit: string;
+  breakdown?: CostGuardBreakdownEntry[];
+}
+
+function finding(f: GuardFinding): Finding {
+  return { usage: f.usage, limit: f.limit, unit: f.unit };
+}
+
+/** `openai.chat` / `gpt-4o`, or a router id `openai/gpt-4o`, as provider and model. */
+function modelIds(model: ModelShape | undefined): { provider: string; model: string } {
+  if (typeof model === 'string') {
+    const slash = model.indexOf('/');
+    return slash < 0 ? { provider: 'unknown', model } : { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+  }
+  return { provider: (model?.provider ?? 'unknown').split('.')[0]!, model: model?.modelId ?? 'unknown' };
+}
+
+function pick<T extends object, K extends keyof T>(from: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
+  return out;
+}

@@ -1,0 +1,271 @@
+import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+import type { MessagePartShape, MessageShape, SystemMessageShape } from '../mastra-shapes';
+import { TokenCountCache } from './count-cache';
+
+/**
+ * Fixed token overheads of the chat format, in the style of OpenAI's published counting recipe:
+ * each message is framed by a few tokens (`<|start|>role<|message|>…<|end|>`), and the reply is
+ * primed by a few more. The role name itself is encoded and added on top.
+ */
+export const TOKENS_PER_MESSAGE = 3;
+/** Tokens priming the assistant reply, counted once per request. */
+export const TOKENS_PER_CONVERSATION = 3;
+/**
+ * Framing of a tool call inside an assistant message, and of a tool result, which providers
+ * send as a separate `tool` message.
+ */
+export const TOKENS_PER_TOOL_CALL = 3;
+/** Framing of one tool result (its own `tool` message at the provider). */
+export const TOKENS_PER_TOOL_RESULT = TOKENS_PER_MESSAGE + 1;
+/**
+ * Estimate for one image. Providers bill images by resolution, not by the length of their
+ * base64 text, which would overcount a 100 kB image by ~25,000 tokens.
+ */
+export const DEFAULT_IMAGE_TOKENS = 765;
+/** Estimate for one non-image file (a PDF page or a short document). */
+export const DEFAULT_FILE_TOKENS = 1_500;
+
+/** Options for {@link MessageTokenCounter}. */
+export interface MessageTokenCounterOptions {
+  /** BPE rank set from `js-tiktoken/ranks/*`. Defaults to `o200k_base`. */
+  encoding?: TiktokenBPE;
+  /**
+   * Count cache shared across steps and runs. Pass a {@link TokenCountCache} to share one between
+   * processors, or `false` to re-encode every message every time (slow; for comparison only).
+   */
+  cache?: TokenCountCache | false;
+  /** Tokens counted for each image instead of its encoded bytes. Default {@link DEFAULT_IMAGE_TOKENS}. */
+  imageTokens?: number;
+  /** Tokens counted for each non-image file. Default {@link DEFAULT_FILE_TOKENS}. */
+  fileTokens?: number;
+}
+
+let defaultEncoding: TiktokenBPE | undefined;
+/** o200k_base is a 2 MB module; load it only when a counter without an explicit encoding is built. */
+function loadDefaultEncoding(): TiktokenBPE {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ranks = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE & { default?: TiktokenBPE };
+  defaultEncoding ??= ranks.default ?? ranks;
+  return defaultEncoding;
+}
+
+const encoders = new WeakMap<TiktokenBPE, Tiktoken>();
+/** Building a Tiktoken parses the whole rank file (~100 ms for o200k), so one per rank set. */
+function encoderFor(ranks: TiktokenBPE): Tiktoken {
+  let encoder = encoders.get(ranks);
+  if (!encoder) {
+    encoder = new Tiktoken(ranks);
+    encoders.set(ranks, encoder);
+  }
+  return encoder;
+}
+
+/**
+ * Counts the tokens a message costs with an exact BPE encoding plus fixed framing overheads.
+ *
+ * What is counted: the role, text and reasoning parts, each tool call's name and arguments (JSON),
+ * each tool result (text, or JSON), and a fixed estimate per image or file. Step markers, sources
+ * and `data-*` parts are not sent to the model and cost nothing.
+ *
+ * Counts are cached by message id and a content version (see {@link contentVersion}), so a long
+ * multi-step run encodes each message once, not once per step.
+ */
+export class MessageTokenCounter {
+  private readonly encoder: Tiktoken;
+  private readonly cache: TokenCountCache | undefined;
+  private readonly imageTokens: number;
+  private readonly fileTokens: number;
+  private readonly roleTokens = new Map<string, number>();
+  private readonly serialized = new WeakMap<object, string>();
+  /** Strings passed to the BPE encoder since construction; lets tests prove counting is not quadratic. */
+  encodedStrings = 0;
+
+  constructor(options: MessageTokenCounterOptions = {}) {
+    this.encoder = encoderFor(options.encoding ?? loadDefaultEncoding());
+    this.cache = options.cache === false ? undefined : (options.cache ?? new TokenCountCache());
+    this.imageTokens = options.imageTokens ?? DEFAULT_IMAGE_TOKENS;
+    this.fileTokens = options.fileTokens ?? DEFAULT_FILE_TOKENS;
+  }
+
+  /** Exact BPE token count of `text`. Special-token strings such as `<|endoftext|>` count as plain text. */
+  countText(text: string): number {
+    if (text.length === 0) return 0;
+    this.encodedStrings++;
+    return this.encoder.encode(text, [], []).length;
+  }
+
+  /** BPE tokens of `text`, for truncation. */
+  encode(text: string): number[] {
+    return this.encoder.encode(text, [], []);
+  }
+
+  /** Text of `tokens`. */
+  decode(tokens: number[]): string {
+    return this.encoder.decode(tokens);
+  }
+
+  /** Tokens one stored message costs, framing included. Cached by id and content version. */
+  countMessage(message: MessageShape): number {
+    if (!this.cache || !message.id) return this.countUncached(message);
+    const version = this.contentVersion(message);
+    const cached = this.cache.get(message.id, version);
+    if (cached !== undefined) return cached;
+    const tokens = this.countUncached(message);
+    this.cache.set(message.id, version, tokens);
+    return tokens;
+  }
+
+  /** Tokens one system message costs (`getAllSystemMessages()` shape: string or text-part content). */
+  countSystemMessage(message: SystemMessageShape): number {
+    const content = message.content;
+    let tokens = TOKENS_PER_MESSAGE + this.countRole(message.role || 'system');
+    if (typeof content === 'string') return tokens + this.countText(content);
+    if (Array.isArray(content)) {
+      for (const part of content as Array<{ type?: string; text?: string }>) {
+        if (typeof part?.text === 'string') tokens += this.countText(part.text);
+      }
+    }
+    return tokens;
+  }
+
+  private countRole(role: string): number {
+    let tokens = this.roleTokens.get(role);
+    if (tokens === undefined) {
+      tokens = this.countText(role);
+      this.roleTokens.set(role, tokens);
+    }
+    return tokens;
+  }
+
+  private countUncached(message: MessageShape): number {
+    let tokens = TOKENS_PER_MESSAGE + this.countRole(message.role);
+    const parts = message.content?.parts;
+    if (parts && parts.length > 0) {
+      for (const part of parts) tokens += this.countPart(part);
+    } else if (typeof message.content?.content === 'string') {
+      tokens += this.countText(message.content.content);
+    }
+    for (const attachment of message.content?.experimental_attachments ?? []) {
+      tokens += attachment.contentType?.startsWith('image/') ? this.imageTokens : this.fileTokens;
+    }
+    return tokens;
+  }
+
+  private countPart(part: MessagePartShape): number {
+    switch (part.type) {
+      case 'text':
+        return this.countText(part.text ?? '');
+      case 'reasoning': {
+        // Counted although some providers drop replayed reasoning: overcounting keeps the limit safe.
+        let tokens = this.countText(part.reasoning ?? '');
+        for (const detail of part.details ?? []) if (typeof detail.text === 'string') tokens += this.countText(detail.text);
+        return tokens;
+      }
+      case 'tool-invocation': {
+        const invocation = part.toolInvocation;
+        if (!invocation) return 0;
+        // A result-state invocation stands for both the call and its result: both reach the model.
+        let tokens = TOKENS_PER_TOOL_CALL + this.countText(invocation.toolName ?? '') + this.countPayload(invocation.args);
+        if (invocation.state === 'result') tokens += TOKENS_PER_TOOL_RESULT + this.countPayload(invocation.result);
+        return tokens;
+      }
+      case 'file':
+        return (part.mediaType ?? part.mimeType ?? '').startsWith('image/') ? this.imageTokens : this.fileTokens;
+      case 'image':
+        return this.imageTokens;
+      default:
+        // step-start, source, source-url, source-document, error, data-*: never sent to the model.
+        return 0;
+    }
+  }
+
+  /** Tool arguments and results: text as is, media as a fixed estimate, anything else as JSON. */
+  private countPayload(value: unknown): number {
+    if (value === undefined || value === null) return 0;
+    if (typeof value === 'string') return this.countText(value);
+    const media = this.mediaEstimate(value);
+    if (media !== undefined) return media;
+    return this.countText(this.serialize(value));
+  }
+
+  /**
+   * Media inside tool results: `{ data, mediaType | mimeType }`, arrays of those, and the AI SDK
+   * `{ type: 'content', value: [...] }` output. Text entries are still counted exactly.
+   */
+  private mediaEstimate(value: unknown): number | undefined {
+    const isMedia = (v: unknown): v is { mediaType?: string; mimeType?: string } =>
+      !!v && typeof v === 'object' && typeof (v as { data?: unknown }).data === 'string' &&
+      (typeof (v as { mediaType?: unknown }).mediaType === 'string' || typeof (v as { mimeType?: unknown }).mimeType === 'string');
+    const estimate = (v: { mediaType?: string; mimeType?: string }) =>
+      (v.mediaType ?? v.mimeType ?? '').startsWith('image/') ? this.imageTokens : this.fileTokens;
+    if (isMedia(value)) return estimate(value);
+    const entries = Array.isArray(value)
+      ? value
+      : (value as { type?: unknown; value?: unknown }).type === 'content' && Array.isArray((value as { value?: unknown }).value)
+        ? ((value as { value: unknown[] }).value)
+        : undefined;
+    if (!entries || entries.length === 0 || !entries.some(isMedia)) return undefined;
+    let tokens = 0;
+    for (const entry of entries) {
+      if (isMedia(entry)) tokens += estimate(entry);
+      else if (entry && typeof (entry as { text?: unknown }).text === 'string') tokens += this.countText((entry as { text: string }).text);
+      else tokens += this.countText(this.serialize(entry));
+    }
+    return tokens;
+  }
+
+  private serialize(value: unknown): string {
+    if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? '';
+    let text = this.serialized.get(value);
+    if (text === undefined) {
+      text = JSON.stringify(value) ?? '';
+      this.serialized.set(value, text);
+    }
+    return text;
+  }
+
+  /**
+   * A cheap fingerprint of everything the count depends on: per part its type, tool state and
+   * call id, and the length plus a few sampled characters of each text and payload. Mastra
+   * appends parts to the same assistant message across steps and turns a tool call into its
+   * result in place, so the id alone would serve stale counts. Object payloads are serialized
+   * once per object (memoized), which costs far less than encoding them.
+   */
+  private contentVersion(message: MessageShape): string {
+    let version = message.role;
+    const parts = message.content?.parts;
+    if (parts && parts.length > 0) {
+      for (const part of parts) {
+        version += `|${part.type}`;
+        if (part.text !== undefined) version += sample(part.text);
+        if (part.reasoning !== undefined) version += sample(part.reasoning);
+        if (part.details) for (const d of part.details) version += sample(d.text ?? '');
+        const invocation = part.toolInvocation;
+        if (invocation) {
+          version += `:${invocation.state}:${invocation.toolCallId}:${invocation.toolName ?? ''}`;
+          version += this.payloadSample(invocation.args) + this.payloadSample(invocation.result);
+        }
+        if (part.type === 'file') version += `:${part.mediaType ?? part.mimeType ?? ''}`;
+      }
+    } else if (typeof message.content?.content === 'string') {
+      version += `|c${sample(message.content.content)}`;
+    }
+    const attachments = message.content?.experimental_attachments;
+    if (attachments) for (const a of attachments) version += `|a:${a.contentType ?? ''}`;
+    return version;
+  }
+
+  private payloadSample(value: unknown): string {
+    if (value === undefined) return ':u';
+    if (typeof value === 'string') return sample(value);
+    return sample(this.serialize(value));
+  }
+}
+
+/** Length plus first, middle and last characters: catches appends, rewrites and most edits in O(1). */
+function sample(text: string): string {
+  const n = text.length;
+  if (n <= 24) return `:${n}:${text}`;
+  const mid = n >> 1;
+  return `:${n}:${text.slice(0, 8)}${text.slice(mid - 4, mid + 4)}${text.slice(n - 8)}`;
+}

@@ -1,0 +1,258 @@
+import { MessageList } from '@mastra/core/agent/message-list';
+import { RequestContext } from '@mastra/core/request-context';
+import { getEncoding } from 'js-tiktoken';
+import { abort, caught, text, toolMessage, uid } from '../../test/support/messages';
+import { InMemoryTollgate } from '../../test/support/in-memory-tollgate';
+import type { MessageShape } from '../mastra-shapes';
+import { TOKENS_PER_CONVERSATION, TOKENS_PER_MESSAGE } from '../token-count/message-token-counter';
+import { TokenLimiterProcessor } from './token-limiter.processor';
+
+const enc = getEncoding('o200k_base');
+const exact = (s: string) => enc.encode(s, [], []).length;
+const systemCost = (s: string) => TOKENS_PER_MESSAGE + exact('system') + exact(s);
+const ids = (messages: Array<{ id: string }>) => messages.map((m) => m.id);
+
+/** A user message of exactly `tokens` tokens, framing included ("user" is one token). */
+function sized(tokens: number, id = uid()) {
+  const body = Array.from({ length: tokens - TOKENS_PER_MESSAGE - 1 }, () => ' a').join('');
+  const message = text('user', body, id);
+  expect(TOKENS_PER_MESSAGE + exact('user') + exact(body)).toBe(tokens);
+  return message;
+}
+
+const SYSTEM = 'You are terse.';
+
+describe('TokenLimiterProcessor input', () => {
+  it('exposes its id and limit, from a number or options', () => {
+    expect(new TokenLimiterProcessor(500).id).toBe('token-limiter');
+    expect(new TokenLimiterProcessor(500).getMaxTokens()).toBe(500);
+    expect(new TokenLimiterProcessor({ limit: 700 }).getMaxTokens()).toBe(700);
+    expect(() => new TokenLimiterProcessor(0)).toThrow('TokenLimiterProcessor limit must be a positive number');
+  });
+
+  // Budget for conversation = limit − system − conversation overhead. Messages: 10, 50, 10, 30 tokens.
+  const limitFor = (budget: number) => budget + systemCost(SYSTEM) + TOKENS_PER_CONVERSATION;
+
+  it('processInput keeps system messages, then the newest messages that fit (best-fit skips and keeps looking)', async () => {
+    const history = [sized(10), sized(50), sized(10), sized(30)];
+    const limiter = new TokenLimiterProcessor(limitFor(50));
+    const kept = await limiter.processInput({ messages: history, systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    expect(ids(kept)).toEqual(ids([history[0]!, history[2]!, history[3]!]));
+  });
+
+  it('processInput in contiguous mode keeps an unbroken suffix of the conversation', async () => {
+    const history = [sized(10), sized(50), sized(10), sized(30)];
+    const limiter = new TokenLimiterProcessor({ limit: limitFor(50), trimMode: 'contiguous' });
+    const kept = await limiter.processInput({ messages: history, systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    expect(ids(kept)).toEqual(ids(history.slice(2)));
+  });
+
+  it('keeps a system message stored among the conversation and counts it against the limit', async () => {
+    const history = [text('system', SYSTEM), sized(10), sized(20)];
+    const limiter = new TokenLimiterProcessor(limitFor(20));
+    const kept = await limiter.processInput({ messages: history, abort });
+    expect(ids(kept)).toEqual(ids([history[0]!, history[2]!]));
+  });
+
+  it('keeps a tool call and its result together when they are stored as separate messages', async () => {
+    const call = toolMessage('call-1', 'lookup', { q: 'x' });
+    const result = { ...toolMessage('call-1', 'lookup', { q: 'x' }, 'a long result '.repeat(20)) };
+    const limiter = new TokenLimiterProcessor(1_000);
+    const counter = limiter.counter;
+    const question = sized(10);
+    const budget = counter.countMessage(result) + counter.countMessage(question) + 5; // room for the result, not for its call
+    const small = new TokenLimiterProcessor(limitFor(budget));
+    const kept = await small.processInput({ messages: [call, result, question], systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    expect(ids(kept)).toEqual(ids([question]));
+  });
+
+  it('processInputStep trims the message list in place at every step of a run', async () => {
+    const limiter = new TokenLimiterProcessor(limitFor(60));
+    const list = new MessageList();
+    list.addSystem(SYSTEM);
+    const history = [sized(20), sized(20), sized(20)];
+    list.add(history as never, 'memory');
+    for (let step = 0; step < 3; step++) {
+      const next = sized(20);
+      list.add(next as never, 'input');
+      const result = await limiter.processInputStep({ messages: list.get.all.db(), messageList: list as never, abort, stepNumber: step });
+      expect(result).toBeUndefined();
+      expect(list.get.all.db()).toHaveLength(3);
+      expect(list.get.all.db().at(-1)!.id).toBe(next.id);
+    }
+  });
+
+  it("never drops this run's tool traffic: it aborts instead of sending a request that would loop", async () => {
+    const list = new MessageList();
+    list.addSystem(SYSTEM);
+    const question = sized(10);
+    list.add(question as never, 'input');
+    // Mastra appends each step's tool invocations to the run's one assistant response message.
+    list.add(toolMessage('t1', 'search', { q: 'first' }, 'r'.repeat(200)) as never, 'response');
+    list.add(toolMessage('t2', 'search', { q: 'second' }, 'short') as never, 'response');
+    const [, response] = list.get.all.db();
+    expect(response!.content.parts.filter((p) => p.type === 'tool-invocation')).toHaveLength(2);
+    const responseTokens = new TokenLimiterProcessor(1).counter.countMessage(response as MessageShape);
+    // Room for the question but not for the run's tool results: plain best-fit would send the
+    // question alone, and the model would call the same tools again.
+    const budget = responseTokens - 1;
+    const limiter = new TokenLimiterProcessor(limitFor(budget));
+    const error = await caught(() => limiter.processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 2 }));
+    expect(error.message).toBe(
+      "TokenLimiterProcessor: This run's tool calls and results alone exceed the remaining token budget. Dropping them would make the agent repeat them.",
+    );
+    expect(error.options).toEqual({
+      retry: false,
+      metadata: { systemTokens: systemCost(SYSTEM), limit: limitFor(budget), remainingBudget: budget, messageCount: 2, protectedTokens: responseTokens },
+    });
+
+    // With room for the run's traffic, older messages make way for it.
+    await new TokenLimiterProcessor(limitFor(responseTokens + 5)).processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 2 });
+    expect(ids(list.get.all.db())).toEqual([response!.id]);
+  });
+
+  it('aborts with a TripWire when there are no messages', async () => {
+    const error = await caught(() => new TokenLimiterProcessor(100).processInput({ messages: [], systemMessages: [{ role: 'system', content: SYSTEM }], abort }));
+    expect(error.message).toBe('TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.');
+    expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit: 100, messageCount: 0 } });
+  });
+
+  it('aborts with a TripWire when system messages alone exceed the limit', async () => {
+    const limit = systemCost(SYSTEM) + TOKENS_PER_CONVERSATION; // no room left for any message
+    const error = await caught(() => new TokenLimiterProcessor(limit).processInput({ messages: [sized(5)], systemMessages: [{ role: 'system', content: SYSTEM }], abort }));
+    expect(error.message).toBe('TokenLimiterProcessor: System messages alone exceed token limit. Requests cannot be completed by removing system messages.');
+    expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit } });
+  });
+
+  it('aborts with a TripWire when no message fits', async () => {
+    const error = await caught(() =>
+      new TokenLimiterProcessor(limitFor(9)).processInput({ messages: [sized(10), sized(12)], systemMessages: [{ role: 'system', content: SYSTEM }], abort }),
+    );
+    expect(error.message).toBe('TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.');
+    expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit: limitFor(9), remainingBudget: 9, messageCount: 2 } });
+  });
+
+  it('with a guard, trims to the smaller of its limit and the token budget Tollgate has left', async () => {
+    const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { input: 0, output: 0 } });
+    const maxTotalTokens = 1_000;
+    tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', maxTotalTokens - limitFor(40), 0); // leaves room for two 20-token messages
+    const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits: [{ scope: 'resource', window: '24h', maxTotalTokens }] } });
+    const list = new MessageList();
+    list.addSystem(SYSTEM);
+    const history = [sized(20), sized(20), sized(20)];
+    list.add(history as never, 'memory');
+    const requestContext = new RequestContext();
+    requestContext.set('mastra__resourceId', 'r1');
+    await limiter.processInputStep({ messages: [], messageList: list as never, abort, requestContext, stepNumber: 0 });
+    expect(ids(list.get.all.db())).toEqual(ids(history.slice(1)));
+    expect(tollgate.checks[0]).toEqual({
+      context: { resourceId: 'r1', entityType: 'agent' },
+      limits: [{ scope: 'resource', window: '24h', maxTotalTokens }],
+      dryRun: true,
+      failMode: 'open',
+    });
+
+    // Another resource has its whole budget: the limiter's own limit applies.
+    const other = new MessageList();
+    other.addSystem(SYSTEM);
+    other.add([sized(20), sized(20), sized(20)] as never, 'memory');
+    requestContext.set('mastra__resourceId', 'r2');
+    await limiter.processInputStep({ messages: [], messageList: other as never, abort, requestContext, stepNumber: 0 });
+    expect(other.get.all.db()).toHaveLength(3);
+  });
+
+  it('with a guard that cannot be reached, trims to its own limit (open) or aborts (closed)', async () => {
+    const tollgate = new InMemoryTollgate({});
+    tollgate.failWith = new Error('connect ECONNREFUSED');
+    const limits = [{ scope: 'resource' as const, maxTotalTokens: 10 }];
+    const history = () => [sized(20), sized(20)];
+    const open = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits } });
+    expect(await open.processInputStep({ messages: history(), systemMessages: [{ role: 'system', content: SYSTEM }], abort })).toHaveLength(2);
+    const closed = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits, failMode: 'closed' } });
+    const error = await caught(() => closed.processInputStep({ messages: history(), abort }));
+    expect(error.message).toBe('TokenLimiterProcessor: Tollgate guard unavailable (connect ECONNREFUSED)');
+    expect(error.options?.retry).toBe(false);
+  });
+});
+
+describe('TokenLimiterProcessor output', () => {
+  const delta = (t: string) => ({ type: 'text-delta', payload: { id: '1', text: t } });
+  async function run(limiter: TokenLimiterProcessor, parts: Array<{ type: string; payload?: unknown; object?: unknown }>) {
+    const state: Record<string, unknown> = {};
+    const written: unknown[] = [];
+    const writer = { custom: async (p: unknown) => void written.push(p) };
+    const out = [];
+    for (const part of parts) out.push(await limiter.processOutputStream({ part, state, abort, writer }));
+    return { out, written };
+  }
+
+  it('passes text while under the limit, cuts the part that crosses it, then withholds text', async () => {
+    // ' one two three' etc: one token per word.
+    const { out, written } = await run(new TokenLimiterProcessor(5), [delta(' one two'), delta(' three four'), delta(' five six'), delta(' seven')]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', ' five', null]);
+    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: 6 }, transient: true }]);
+  });
+
+  it('never counts or holds lifecycle, reasoning and tool parts', async () => {
+    const lifecycle = [
+      { type: 'step-start', payload: {} },
+      { type: 'reasoning-delta', payload: { text: 'thinking '.repeat(50) } },
+      { type: 'tool-call', payload: { toolCallId: 'x', toolName: 'search', args: { q: 'long '.repeat(50) } } },
+      { type: 'tool-result', payload: { toolCallId: 'x', result: 'long '.repeat(50) } },
+      { type: 'step-finish', payload: {} },
+    ];
+    const { out, written } = await run(new TokenLimiterProcessor(3), [delta(' one two three'), delta(' four'), ...lifecycle, delta(' five')]);
+    expect(out.slice(2, 7)).toEqual(lifecycle);
+    expect(out[1]).toBeNull();
+    expect(out[7]).toBeNull();
+    expect(written).toHaveLength(1);
+  });
+
+  it('counts object parts and withholds them past the limit', async () => {
+    const object = { type: 'object', object: { answer: 'a fairly long answer with many words in it' } };
+    const { out, written } = await run(new TokenLimiterProcessor(5), [object]);
+    expect(out).toEqual([null]);
+    expect(written).toEqual([
+      { type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: exact(JSON.stringify(object.object)) }, transient: true },
+    ]);
+  });
+
+  it('calls abort past the limit with the abort strategy', async () => {
+    const limiter = new TokenLimiterProcessor({ limit: 3, strategy: 'abort' });
+    const error = await caught(() => run(limiter, [delta(' one two'), delta(' three four')]));
+    expect(error.message).toBe('Token limit of 3 exceeded (current: 4)');
+    expect(error.options?.retry).toBe(false);
+  });
+
+  it('counts only the current part in part mode', async () => {
+    const { out, written } = await run(new TokenLimiterProcessor({ limit: 2, countMode: 'part' }), [delta(' one two'), delta(' three four'), delta(' five six seven'), delta(' eight')]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', ' five six', ' eight']);
+    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 2, tokens: 3 }, transient: true }]);
+  });
+
+  it('processOutputResult truncates assistant text to the limit across parts, without breaking an emoji', async () => {
+    const first = 'Bonjour 👋 à tous';
+    const second = ' et voilà 👨‍👩‍👧‍👦 la suite de la réponse';
+    const firstTokens = exact(first);
+    const limiter = new TokenLimiterProcessor(firstTokens + 4);
+    const user = text('user', 'x'.repeat(500));
+    const answer = { id: uid(), role: 'assistant', content: { parts: [{ type: 'text', text: first }, { type: 'step-start' }, { type: 'text', text: second }] } };
+    const [u, a] = await limiter.processOutputResult({ messages: [user, answer], abort });
+    expect(u).toBe(user);
+    const parts = a!.content.parts as Array<{ type: string; text?: string }>;
+    expect(parts[0]!.text).toBe(first);
+    expect(parts[1]).toEqual({ type: 'step-start' });
+    const cut = parts[2]!.text!;
+    expect(second.startsWith(cut)).toBe(true);
+    expect(exact(cut)).toBeLessThanOrEqual(4);
+    // Four tokens end on the first person of the family emoji; the cut falls back before the whole cluster.
+    expect(cut).toBe(' et voilà ');
+  });
+
+  it('processOutputResult calls abort past the limit with the abort strategy', async () => {
+    const limiter = new TokenLimiterProcessor({ limit: 2, strategy: 'abort' });
+    const answer = { id: uid(), role: 'assistant', content: { parts: [{ type: 'text', text: ' one two three' }] } };
+    const error = await caught(() => limiter.processOutputResult({ messages: [answer], abort }));
+    expect(error.message).toBe('Token limit of 2 exceeded (current: 3)');
+  });
+});

@@ -1,0 +1,379 @@
+import type { TiktokenBPE } from 'js-tiktoken/lite';
+import type {
+  AbortFn,
+  MessageListShape,
+  MessageShape,
+  RequestContextShape,
+  StreamPartShape,
+  StreamWriterShape,
+  SystemMessageShape,
+  TracingShape,
+} from '../mastra-shapes';
+import { TokenCountCache } from '../token-count/count-cache';
+import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
+import { readContextIds, scopeId } from '../tollgate/context-ids';
+import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
+import { selectMessages, type TrimMode } from './select-messages';
+import { truncateByTokens } from './truncate-by-tokens';
+
+/** Ask Tollgate for the token budget left in the step's scopes, and trim to it when it is below `limit`. */
+export interface TokenLimiterGuardOptions {
+  /** A Tollgate client (the SDK, or anything with the same `guard.check`). */
+  client: TollgateGuardClient;
+  /** Token limits whose remaining budget caps the request: `maxInputTokens` and/or `maxTotalTokens` per scope. */
+  limits: GuardLimit[];
+  /** Ids to use instead of (or in addition to) those read from the request context. */
+  context?: GuardContext;
+  /** When Tollgate cannot be reached: `'open'` (default) trims to `limit` alone, `'closed'` aborts the step. */
+  failMode?: 'open' | 'closed';
+}
+
+/** Options of {@link TokenLimiterProcessor}. */
+export interface TokenLimiterOptions {
+  /** Maximum tokens: of the request (input processor) or of the response (output processor). */
+  limit: number;
+  /** BPE rank set from `js-tiktoken/ranks/*`. Default `o200k_base` (GPT-4o, GPT-5 family). */
+  encoding?: TiktokenBPE;
+  /** At the output limit: `'truncate'` (default) stops emitting text, `'abort'` calls `abort()`. */
+  strategy?: 'truncate' | 'abort';
+  /** Output counting: `'cumulative'` (default) from the start of the stream, `'part'` per part only. */
+  countMode?: 'cumulative' | 'part';
+  /** Input trimming: `'best-fit'` (default) keeps as many messages as fit, `'contiguous'` keeps an unbroken suffix. */
+  trimMode?: TrimMode;
+  /**
+   * Token-count cache. Defaults to one per processor, which survives across steps and across runs
+   * of the same thread (messages are keyed by id and content version). `false` disables it.
+   */
+  countCache?: TokenCountCache | false;
+  /** Tokens counted per image. Default 765. */
+  imageTokens?: number;
+  /** Tokens counted per non-image file. Default 1,500. */
+  fileTokens?: number;
+  /** Also cap each step by the token budget Tollgate reports as remaining. */
+  guard?: TokenLimiterGuardOptions;
+}
+
+/** Metadata of the TripWire raised when a request cannot be made to fit. */
+export interface TokenLimiterTripwireMetadata {
+  /** Tokens of the system messages, framing included. */
+  systemTokens: number;
+  /** The limit applied to this request (the smaller of `limit` and Tollgate's remaining budget). */
+  limit: number;
+  /** Tokens left for conversation messages after system messages and the conversation overhead. */
+  remainingBudget?: number;
+  /** Conversation messages considered. */
+  messageCount?: number;
+  /** Tokens of this run's tool calls and results, which are never dropped. */
+  protectedTokens?: number;
+  /** Token budget Tollgate reported as remaining, when it capped the limit. */
+  guardRemainingTokens?: number;
+  /** Output tokens counted when the output limit was exceeded (`abort` strategy). */
+  tokens?: number;
+}
+
+/** Arguments of `processInput` (a subset of Mastra's `ProcessInputArgs`). */
+export interface TokenLimiterInputArgs<M extends MessageShape> extends TracingShape {
+  messages: M[];
+  abort: AbortFn<TokenLimiterTripwireMetadata>;
+  systemMessages?: SystemMessageShape[];
+  messageList?: MessageListShape<M>;
+  requestContext?: RequestContextShape;
+}
+
+/** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
+export interface TokenLimiterStepArgs<M extends MessageShape> extends TokenLimiterInputArgs<M> {
+  stepNumber?: number;
+  agent?: { id?: string; name?: string };
+}
+
+/** Arguments of `processOutputStream` (a subset of Mastra's `ProcessOutputStreamArgs`). */
+export interface TokenLimiterStreamArgs<P extends StreamPartShape> {
+  part: P;
+  state: Record<string, unknown>;
+  abort: AbortFn<TokenLimiterTripwireMetadata>;
+  writer?: StreamWriterShape;
+}
+
+/** Arguments of `processOutputResult`. */
+export interface TokenLimiterResultArgs<M extends MessageShape> {
+  messages: M[];
+  abort: AbortFn<TokenLimiterTripwireMetadata>;
+}
+
+/** The transient stream part emitted the first time output is withheld. */
+export interface TokenLimitReachedPart {
+  type: 'data-token-limit-reached';
+  data: { processorId: 'token-limiter'; limit: number; tokens: number };
+  transient: true;
+}
+
+const COUNTED_OUTPUT = new Set(['text-delta', 'object']);
+
+/**
+ * Limits tokens with exact BPE counts: trims the conversation before the agentic loop
+ * (`processInput`) and before every LLM call of a multi-step run (`processInputStep`), and caps
+ * the response (`processOutputStream`, `processOutputResult`).
+ *
+ * Input trimming keeps system messages, this run's tool traffic, then the newest messages that
+ * fit. When that leaves no conversation message, it aborts with a TripWire (`retry: false`)
+ * rather than send an empty request.
+ *
+ * @example
+ * ```ts
+ * const agent = new Agent({ …, inputProcessors: [new TokenLimiterProcessor({ limit: 8000 })] });
+ * ```
+ */
+export class TokenLimiterProcessor {
+  /** Processor id, used by Mastra for state and tracing. */
+  readonly id = 'token-limiter' as const;
+  /** Display name. */
+  readonly name = 'Token Limiter';
+  private readonly maxTokens: number;
+  private readonly strategy: 'truncate' | 'abort';
+  private readonly countMode: 'cumulative' | 'part';
+  private readonly trimMode: TrimMode;
+  private readonly guard?: TokenLimiterGuardOptions;
+  /** The counter, exposed so tests and benchmarks can observe how much encoding a run costs. */
+  readonly counter: MessageTokenCounter;
+
+  /** @param options - A token limit, or {@link TokenLimiterOptions}. */
+  constructor(options: number | TokenLimiterOptions) {
+    const o: TokenLimiterOptions = typeof options === 'number' ? { limit: options } : options;
+    if (!Number.isFinite(o.limit) || o.limit <= 0) throw new RangeError('TokenLimiterProcessor limit must be a positive number');
+    this.maxTokens = o.limit;
+    this.strategy = o.strategy ?? 'truncate';
+    this.countMode = o.countMode ?? 'cumulative';
+    this.trimMode = o.trimMode ?? 'best-fit';
+    this.guard = o.guard;
+    this.counter = new MessageTokenCounter({
+      encoding: o.encoding,
+      cache: o.countCache === undefined ? new TokenCountCache() : o.countCache,
+      imageTokens: o.imageTokens,
+      fileTokens: o.fileTokens,
+    });
+  }
+
+  /** The configured token limit. */
+  getMaxTokens(): number {
+    return this.maxTokens;
+  }
+
+  /**
+   * Before the agentic loop: returns the messages that fit, system messages first in place.
+   * Aborts with a TripWire when there are no messages, when system messages alone exceed the
+   * limit, or when no message fits.
+   */
+  async processInput<M extends MessageShape>(args: TokenLimiterInputArgs<M>): Promise<M[]> {
+    const systemMessages = args.messageList?.getAllSystemMessages() ?? args.systemMessages ?? [];
+    const { kept } = this.trim(args.messages, systemMessages, this.protectedIds(args.messages, args.messageList), args.abort, this.maxTokens);
+    return kept;
+  }
+
+  /**
+   * Before every LLM call of a run: removes the messages that do not fit from the message list,
+   * in place. With `guard`, the limit is the smaller of `limit` and Tollgate's remaining budget.
+   */
+  async processInputStep<M extends MessageShape>(args: TokenLimiterStepArgs<M>): Promise<M[] | undefined> {
+    let limit = this.maxTokens;
+    let guardRemainingTokens: number | undefined;
+    if (this.guard) {
+      guardRemainingTokens = await this.remainingFromGuard(this.guard, args);
+      if (guardRemainingTokens !== undefined && guardRemainingTokens < limit) limit = Math.max(0, guardRemainingTokens);
+      else guardRemainingTokens = undefined;
+    }
+    const list = args.messageList;
+    const messages = list ? list.get.all.db() : args.messages;
+    const systemMessages = list?.getAllSystemMessages() ?? args.systemMessages ?? [];
+    const { kept, dropped } = this.trim(messages, systemMessages, this.protectedIds(messages, list), args.abort, limit, guardRemainingTokens);
+    if (!list) return kept;
+    if (dropped.length > 0) list.removeByIds(dropped.map((m) => m.id));
+    return undefined;
+  }
+
+  /**
+   * Counts `text-delta` and `object` parts against the limit; every other part (lifecycle,
+   * reasoning, tool calls and results) passes uncounted, so tools always run. With `truncate`,
+   * text past the limit is withheld (the part that crosses it is cut to fit) and the first time,
+   * a transient `data-token-limit-reached` part is written. With `abort`, `abort()` is called.
+   */
+  async processOutputStream<P extends StreamPartShape>(args: TokenLimiterStreamArgs<P>): Promise<P | null> {
+    const { part, state } = args;
+    if (!COUNTED_OUTPUT.has(part.type)) return part;
+    const cumulative = this.countMode === 'cumulative';
+    if (cumulative && state.limitReached === true) return null;
+
+    const text = part.type === 'text-delta' ? ((part.payload as { text?: string } | undefined)?.text ?? '') : undefined;
+    const chunkTokens = text !== undefined ? this.counter.countText(text) : this.counter.countText(JSON.stringify(part.object) ?? '');
+    const previous = cumulative && typeof state.tokens === 'number' ? state.tokens : 0;
+    const total = previous + chunkTokens;
+    if (total <= this.maxTokens) {
+      if (cumulative) state.tokens = total;
+      return part;
+    }
+
+    if (this.strategy === 'abort') {
+      return args.abort(`Token limit of ${this.maxTokens} exceeded (current: ${total})`, {
+        retry: false,
+        metadata: { systemTokens: 0, limit: this.maxTokens, tokens: total },
+      });
+    }
+    if (cumulative) state.limitReached = true;
+    if (state.limitNotified !== true) {
+      state.limitNotified = true;
+      const notice: TokenLimitReachedPart = {
+        type: 'data-token-limit-reached',
+        data: { processorId: this.id, limit: this.maxTokens, tokens: total },
+        transient: true,
+      };
+      // The notice is informational: a writer that fails must not break the stream it annotates.
+      await args.writer?.custom(notice).catch(() => undefined);
+    }
+    if (text === undefined) return null;
+    const fit = truncateByTokens(this.counter, text, this.maxTokens - previous);
+    if (cumulative) state.tokens = previous + fit.tokens;
+    if (fit.text.length === 0) return null;
+    return { ...part, payload: { ...(part.payload as object), text: fit.text } };
+  }
+
+  /**
+   * Non-streaming result: cuts assistant text to the limit by tokens, counting across text parts,
+   * never splitting a character or an emoji. With `abort`, calls `abort()` instead.
+   */
+  async processOutputResult<M extends MessageShape>(args: TokenLimiterResultArgs<M>): Promise<M[]> {
+    let used = 0;
+    return args.messages.map((message) => {
+      const parts = message.content?.parts;
+      if (message.role !== 'assistant' || !parts) return message;
+      let changed = false;
+      const nextParts = parts.map((part) => {
+        if (part.type !== 'text' || typeof part.text !== 'string') return part;
+        const tokens = this.counter.countText(part.text);
+        if (used + tokens <= this.maxTokens) {
+          used += tokens;
+          return part;
+        }
+        if (this.strategy === 'abort') {
+          args.abort(`Token limit of ${this.maxTokens} exceeded (current: ${used + tokens})`, {
+            retry: false,
+            metadata: { systemTokens: 0, limit: this.maxTokens, tokens: used + tokens },
+          });
+        }
+        const fit = truncateByTokens(this.counter, part.text, this.maxTokens - used);
+        used += fit.tokens;
+        changed = true;
+        return { ...part, text: fit.text };
+      });
+      return changed ? ({ ...message, content: { ...message.content, parts: nextParts } } as M) : message;
+    });
+  }
+
+  private trim<M extends MessageShape>(
+    messages: M[],
+    systemMessages: SystemMessageShape[],
+    protectedIds: Set<string>,
+    abort: AbortFn<TokenLimiterTripwireMetadata>,
+    limit: number,
+    guardRemainingTokens?: number,
+  ): { kept: M[]; dropped: M[] } {
+    const extra = guardRemainingTokens === undefined ? {} : { guardRemainingTokens };
+    let systemTokens = 0;
+    for (const system of systemMessages) systemTokens += this.counter.countSystemMessage(system);
+    const conversation: M[] = [];
+    for (const message of messages) {
+      if (message.role === 'system') systemTokens += this.counter.countMessage(message);
+      else conversation.push(message);
+    }
+    if (conversation.length === 0) {
+      return abort('TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.', {
+        retry: false,
+        metadata: { systemTokens, limit, messageCount: 0, ...extra },
+      });
+    }
+    if (systemTokens + TOKENS_PER_CONVERSATION >= limit) {
+      return abort(
+        'TokenLimiterProcessor: System messages alone exceed token limit. Requests cannot be completed by removing system messages.',
+        { retry: false, metadata: { systemTokens, limit, ...extra } },
+      );
+    }
+    const remainingBudget = limit - systemTokens - TOKENS_PER_CONVERSATION;
+    const selection = selectMessages(
+      conversation.map((message) => ({
+        tokens: this.counter.countMessage(message),
+        toolCallIds: toolCallIdsOf(message),
+        protected: protectedIds.has(message.id),
+      })),
+      remainingBudget,
+      this.trimMode,
+    );
+    if (!selection.ok) {
+      const metadata = { systemTokens, limit, remainingBudget, messageCount: conversation.length, ...extra };
+      if (selection.reason === 'protected-exceeds') {
+        return abort(
+          "TokenLimiterProcessor: This run's tool calls and results alone exceed the remaining token budget. Dropping them would make the agent repeat them.",
+          { retry: false, metadata: { ...metadata, protectedTokens: selection.protectedTokens } },
+        );
+      }
+      return abort('TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.', {
+        retry: false,
+        metadata,
+      });
+    }
+    const keepIds = new Set<M>();
+    conversation.forEach((message, i) => selection.keep[i] && keepIds.add(message));
+    const kept: M[] = [];
+    const dropped: M[] = [];
+    for (const message of messages) (message.role === 'system' || keepIds.has(message) ? kept : dropped).push(message);
+    return { kept, dropped };
+  }
+
+  /**
+   * This run's tool traffic: response messages carrying tool invocations. The model acts on these
+   * results; if they were trimmed it would call the same tools again, step after step.
+   */
+  private protectedIds(messages: MessageShape[], list: MessageListShape<MessageShape> | undefined): Set<string> {
+    const output = list?.makeMessageSourceChecker?.().output;
+    const ids = new Set<string>();
+    if (!output || output.size === 0) return ids;
+    for (const message of messages) {
+      if (output.has(message.id) && message.content?.parts?.some((p) => p.type === 'tool-invocation')) ids.add(message.id);
+    }
+    return ids;
+  }
+
+  private async remainingFromGuard<M extends MessageShape>(guard: TokenLimiterGuardOptions, args: TokenLimiterStepArgs<M>): Promise<number | undefined> {
+    const context: GuardContext = {
+      ...readContextIds(args.requestContext, args),
+      entityType: 'agent',
+      ...(args.agent?.name || args.agent?.id ? { entityName: args.agent.name ?? args.agent.id } : {}),
+      ...guard.context,
+    };
+    let response;
+    try {
+      response = await guard.client.guard.check({ context, limits: guard.limits, dryRun: true, failMode: guard.failMode ?? 'open' });
+    } catch (error) {
+      if (guard.failMode !== 'closed') return undefined;
+      return args.abort(`TokenLimiterProcessor: Tollgate guard unavailable (${(error as Error)?.message ?? String(error)})`, {
+        retry: false,
+        metadata: { systemTokens: 0, limit: this.maxTokens },
+      });
+    }
+    let remaining: number | undefined;
+    for (const limit of guard.limits) {
+      const id = scopeId(limit.scope, context);
+      const usage = id === undefined ? undefined : response.usage[`${limit.scope}:${id}`];
+      if (!usage) continue;
+      // Reserved tokens belong to steps in flight (other runs); they will be spent.
+      if (limit.maxTotalTokens !== undefined) remaining = Math.min(remaining ?? Infinity, limit.maxTotalTokens - usage.totalTokens - usage.reservedTokens);
+      if (limit.maxInputTokens !== undefined) remaining = Math.min(remaining ?? Infinity, limit.maxInputTokens - usage.inputTokens);
+    }
+    return remaining;
+  }
+}
+
+function toolCallIdsOf(message: MessageShape): string[] {
+  const ids: string[] = [];
+  for (const part of message.content?.parts ?? []) {
+    if (part.type === 'tool-invocation' && part.toolInvocation?.toolCallId) ids.push(part.toolInvocation.toolCallId);
+  }
+  return ids;
+}

@@ -1,0 +1,45 @@
+import type { RequestContextShape, TracingShape } from '../mastra-shapes';
+import type { GuardContext, GuardScope } from './guard-client';
+
+/**
+ * Reads the scope ids of the current step the way Mastra stores them: memory ids under
+ * `mastra__resourceId` / `mastra__threadId` (or the `MastraMemory` entry), user, organization and
+ * session under plain keys, and the trace id from the current span.
+ */
+export function readContextIds(requestContext: RequestContextShape | undefined, tracing: TracingShape): GuardContext {
+  const get = (key: string): string | undefined => {
+    const value = requestContext?.get(key);
+    return typeof value === 'string' && value.length > 0 ? value : undefined;
+  };
+  const memory = requestContext?.get('MastraMemory') as { resourceId?: unknown; thread?: { id?: unknown } } | undefined;
+  const memoryResource = typeof memory?.resourceId === 'string' ? memory.resourceId : undefined;
+  const memoryThread = typeof memory?.thread?.id === 'string' ? memory.thread.id : undefined;
+  const ids: GuardContext = {
+    traceId: tracing.tracing?.currentSpan?.traceId ?? tracing.tracingContext?.currentSpan?.traceId,
+    resourceId: get('mastra__resourceId') ?? memoryResource,
+    threadId: get('mastra__threadId') ?? memoryThread,
+    userId: get('userId'),
+    organizationId: get('organizationId'),
+    sessionId: get('sessionId'),
+  };
+  for (const key of Object.keys(ids) as Array<keyof GuardContext>) if (ids[key] === undefined) delete ids[key];
+  return ids;
+}
+
+/** The id a scope is keyed by, or undefined when the step does not carry it. */
+export function scopeId(scope: GuardScope, ids: GuardContext): string | undefined {
+  switch (scope) {
+    case 'run':
+      return ids.traceId;
+    case 'resource':
+      return ids.resourceId;
+    case 'thread':
+      return ids.threadId;
+    case 'user':
+      return ids.userId;
+    case 'organization':
+      return ids.organizationId;
+    case 'session':
+      return ids.sessionId;
+  }
+}
