@@ -1,12 +1,13 @@
 import { Module, OnApplicationBootstrap } from '@nestjs/common';
 import { LedgerModule } from '@tollgate/ledger';
 import { JobHandlers } from '@tollgate/platform';
+import { GuardProcessor } from './guard/guard.processor';
 import { MaintenanceProcessor } from './maintenance/maintenance.processor';
 
 /** The BullMQ processors (the platform module is added by the entrypoint). */
 @Module({
   imports: [LedgerModule],
-  providers: [MaintenanceProcessor],
+  providers: [MaintenanceProcessor, GuardProcessor],
 })
 export class WorkerFeaturesModule implements OnApplicationBootstrap {
   constructor(private readonly handlers: JobHandlers) {}

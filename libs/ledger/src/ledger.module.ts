@@ -1,5 +1,9 @@
 import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
+import { CheckGuardHandler } from './check-guard/check-guard.handler';
+import { GuardController } from './check-guard/guard.controller';
+import { PoliciesController } from './policies/policies.controller';
+import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
 import { PriceOverrides } from './prices/price-overrides.repository';
 import { PricesController } from './prices/prices.controller';
@@ -8,14 +12,14 @@ import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, PriceOverrides, ProjectsService],
-  exports: [PriceOverrides, ProjectsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, PriceOverrides, ProjectsService, ReservationsService],
+  exports: [PriceOverrides, ProjectsService, ReservationsService],
 })
 export class LedgerModule {}
 
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EventsController, AdminController, PricesController],
+  controllers: [EventsController, AdminController, PricesController, GuardController, PoliciesController],
 })
 export class LedgerHttpModule {}

@@ -17,6 +17,10 @@ const configSchema = z.object({
   /** Months of event partitions kept created ahead of now. */
   PARTITIONS_AHEAD_MONTHS: z.coerce.number().int().min(1).max(24).default(3),
   SHUTDOWN_GRACE_MS: durationMs.default(10_000),
+  /** How long a guard reservation holds budget when its step event never arrives. */
+  GUARD_RESERVATION_TTL_MS: durationMs.default(5 * 60_000),
+  /** Past this, a guard check answers with the caller's failMode instead of waiting. */
+  GUARD_TIMEOUT_MS: durationMs.default(2000),
   /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
 });

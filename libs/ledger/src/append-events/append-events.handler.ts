@@ -31,7 +31,8 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
         const occurredAt = new Date(event.occurredAt);
         return { event, occurredAt, cost: priceStep(event, occurredAt, overrides) };
       });
-      await this.partitions.ensureFor(rows.map((r) => r.occurredAt));
+      // Settlement events are stamped now; their month needs a partition too.
+      await this.partitions.ensureFor([now, ...rows.map((r) => r.occurredAt)]);
       // One statement, so one round trip and atomic without an explicit transaction.
       const stored = await insertStepEvents(this.prisma, projectId, rows);
       const published: StepUsageRecorded[] = [];

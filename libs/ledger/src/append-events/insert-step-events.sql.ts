@@ -64,9 +64,14 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
 }
 
 /**
- * Appends step events that are not stored yet, in one statement: the event id is claimed in
- * `event_ids` (the idempotency table, not partitioned) and only the events whose claim succeeded
- * are written. A concurrent request with the same ids waits on the claim and then skips them.
+ * Appends step events that are not stored yet, in one statement (one round trip, atomic):
+ * - the event id is claimed in `event_ids` (the idempotency table, not partitioned) and only the
+ *   events whose claim succeeded are written; a concurrent request with the same ids waits on the
+ *   claim and then skips them;
+ * - the guard's usage counters of every scope on the event (hour and day buckets, and the run's
+ *   total) are incremented, in key order so that concurrent batches never deadlock;
+ * - the reservations the events name are settled (the actual usage replaces the estimate from the
+ *   same commit on), each with a `ReservationSettled` event.
  * Returns the stored events' positions by event id; the missing ones were duplicates.
  */
 export async function insertStepEvents(tx: Pick<PrismaService, '$queryRawUnsafe'>, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
@@ -76,15 +81,64 @@ export async function insertStepEvents(tx: Pick<PrismaService, '$queryRawUnsafe'
     `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
-       SELECT $2, event_id, occurred_at FROM input
+       SELECT $2, event_id, occurred_at FROM input ORDER BY event_id
        ON CONFLICT DO NOTHING
        RETURNING event_id
      ),
+     fresh AS (SELECT input.* FROM input JOIN claimed USING (event_id)),
      stored AS (
        INSERT INTO events (project_id, type, ${cols})
-       SELECT $2, 'StepUsageRecorded', ${COLUMN_NAMES.map((c) => `input.${c}`).join(', ')}
-         FROM input JOIN claimed USING (event_id)
+       SELECT $2, 'StepUsageRecorded', ${COLUMN_NAMES.map((c) => `fresh.${c}`).join(', ')} FROM fresh
        RETURNING event_id, position
+     ),
+     scoped AS (
+       SELECT k.scope, k.scope_id, g.granularity,
+              CASE g.granularity WHEN 'h' THEN date_trunc('hour', f.occurred_at, 'UTC') ELSE date_trunc('day', f.occurred_at, 'UTC') END AS bucket_start,
+              f.cost_unit, f.input_tokens, f.output_tokens, f.cost_micros, f.unpriced
+         FROM fresh f
+        CROSS JOIN LATERAL (VALUES ('thread', f.thread_id), ('resource', f.resource_id), ('user', f.user_id),
+                                   ('organization', f.organization_id), ('session', f.session_id)) AS k(scope, scope_id)
+        CROSS JOIN (VALUES ('h'::"char"), ('d'::"char")) AS g(granularity)
+        WHERE k.scope_id IS NOT NULL
+       UNION ALL
+       SELECT 'run', r.id, 'r'::"char", 'epoch'::timestamptz, f.cost_unit, f.input_tokens, f.output_tokens, f.cost_micros, f.unpriced
+         FROM fresh f
+        CROSS JOIN LATERAL (SELECT f.trace_id UNION SELECT f.run_id) AS r(id)
+        WHERE r.id IS NOT NULL
+     ),
+     counted AS (
+       INSERT INTO usage_counters AS c (project_id, scope, scope_id, granularity, bucket_start, cost_unit,
+                                        input_tokens, output_tokens, cost_micros, unpriced_events, events)
+       SELECT $2, scope, scope_id, granularity, bucket_start, coalesce(cost_unit, ''), sum(input_tokens), sum(output_tokens),
+              coalesce(sum(cost_micros), 0), count(*) FILTER (WHERE unpriced), count(*)
+         FROM scoped
+        GROUP BY scope, scope_id, granularity, bucket_start, coalesce(cost_unit, '')
+        ORDER BY scope, scope_id, granularity, bucket_start, coalesce(cost_unit, '')
+       ON CONFLICT (project_id, scope, scope_id, granularity, bucket_start, cost_unit) DO UPDATE
+          SET input_tokens = c.input_tokens + excluded.input_tokens,
+              output_tokens = c.output_tokens + excluded.output_tokens,
+              cost_micros = c.cost_micros + excluded.cost_micros,
+              unpriced_events = c.unpriced_events + excluded.unpriced_events,
+              events = c.events + excluded.events
+       RETURNING 1
+     ),
+     settled AS (
+       UPDATE reservations r SET status = 'settled', closed_at = now()
+         FROM (SELECT DISTINCT ON (reservation_id) reservation_id, event_id FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s
+        WHERE r.project_id = $2 AND r.id = s.reservation_id AND r.status = 'open'
+       RETURNING r.id, s.event_id AS step_event_id
+     ),
+     settle_claimed AS (
+       INSERT INTO event_ids (project_id, event_id, occurred_at)
+       SELECT $2, 'reservation:' || id || ':settled', now() FROM settled ORDER BY id
+       ON CONFLICT DO NOTHING
+       RETURNING event_id
+     ),
+     settle_logged AS (
+       INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
+       SELECT $2, c.event_id, 'ReservationSettled', now(), s.id, jsonb_build_object('stepEventId', s.step_event_id)
+         FROM settled s JOIN settle_claimed c ON c.event_id = 'reservation:' || s.id || ':settled'
+       RETURNING 1
      )
      SELECT event_id, position::text AS position FROM stored`,
     JSON.stringify(rows.map(toRecord)),

@@ -10,6 +10,10 @@ export const QUEUES = {
     /** Creates the event log's monthly partitions ahead of time (also done on demand at ingest). */
     'partitions.ensure': z.object({ monthsAhead: z.number().int().min(1).max(24).optional() }),
   },
+  guard: {
+    /** Marks expired reservations lapsed and logs it (they stop counting at expiry regardless). */
+    'reservations.sweep': z.object({}),
+  },
 } as const satisfies Record<string, Record<string, z.ZodType>>;
 
 export type QueueName = keyof typeof QUEUES;

@@ -1,0 +1,35 @@
+import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { ReservationsService } from '@tollgate/ledger';
+import { JobHandlers, parseJob } from '@tollgate/platform';
+import type { Job, Queue } from 'bullmq';
+
+/** Routes the guard's housekeeping jobs to their handlers. */
+@Processor('guard')
+export class GuardProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly logger = new Logger('guard');
+
+  constructor(
+    private readonly handlers: JobHandlers,
+    reservations: ReservationsService,
+    @InjectQueue('guard') private readonly queue: Queue,
+  ) {
+    super();
+    handlers.register('guard', 'reservations.sweep', async () => {
+      const lapsed = await reservations.sweep();
+      if (lapsed) this.logger.log({ msg: 'reservations lapsed', count: lapsed });
+      return { lapsed };
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.upsertJobScheduler('reservations.sweep', { every: 30_000 }, { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+  }
+
+  async process(job: Job): Promise<unknown> {
+    const { name, data } = parseJob('guard', job.name, job.data);
+    const handler = this.handlers.get('guard', name);
+    if (!handler) throw new Error(`No handler for guard/${name}`);
+    return handler(data);
+  }
+}

@@ -1,0 +1,196 @@
+import { Logger } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
+import { EventPartitions, PrismaService } from '@tollgate/database';
+import { AppError, Config, isUnavailable } from '@tollgate/platform';
+import { randomUUID } from 'node:crypto';
+import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
+import { priceStep } from '../pricing/price-step';
+import { CheckGuard } from './check-guard.command';
+import { effectiveLimits, scopeKeysOf } from './effective-limits';
+import { decide, EMPTY_USAGE, usageKey, type Decision, type StepEstimate, type UsageTotals } from './guard-decision';
+import { readProjectSettings } from './project-settings.sql';
+import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
+
+type Db = Pick<PrismaService, '$queryRawUnsafe' | '$executeRawUnsafe'>;
+
+class GuardTimeout extends Error {}
+
+@CommandHandler(CheckGuard)
+export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
+  private readonly logger = new Logger('guard');
+
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly partitions: EventPartitions,
+    private readonly config: Config,
+  ) {}
+
+  async execute({ projectId, request }: CheckGuard): Promise<GuardCheckResponse> {
+    const now = new Date();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new GuardTimeout()), this.config.values.GUARD_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.evaluate(projectId, request, now), timeout]);
+    } catch (err) {
+      // The caller chose what an undecidable step gets; a bug is still a bug (500, logged).
+      if (err instanceof GuardTimeout || isUnavailable(err)) {
+        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: err instanceof GuardTimeout ? 'timeout' : String((err as Error).message) });
+        return {
+          decision: request.failMode === 'closed' ? 'deny' : 'allow',
+          reason: `guard unavailable (${err instanceof GuardTimeout ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
+          violations: [],
+          warnings: [],
+          skipped: [],
+          usage: {},
+          asOf: now.toISOString(),
+        };
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async evaluate(projectId: string, request: GuardCheckRequest, now: Date): Promise<GuardCheckResponse> {
+    const settings = await readProjectSettings(this.prisma, projectId, request.estimate !== undefined);
+    const { limits, skipped } = effectiveLimits(request, settings.policies);
+    const estimate = this.estimate(request, settings.overrides, now);
+    const requests = dedupe(limits.map((l) => ({ scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window })));
+    const reserving = request.reserve && !request.dryRun;
+    const audit = !request.dryRun;
+
+    const run = async (db: Db) => {
+      const usage = await readScopeUsage(db, projectId, requests, now);
+      const decision = decide(limits, usage, estimate, settings.unpricedPolicy);
+      const events: SystemEvent[] = [];
+      let reservation: GuardCheckResponse['reservation'];
+      if (reserving && decision.decision === 'allow') {
+        const made = await this.reserve(db, projectId, request, estimate!, now);
+        if (!made) {
+          // A concurrent retry of the same step reserved first: answer with its reservation.
+          const existing = await this.existingReservation(projectId, request.stepId!, db);
+          return { usage, decision, reservation: existing?.reservation };
+        }
+        reservation = made;
+        events.push({ eventId: `reservation:${reservation.id}:reserved`, type: 'BudgetReserved', occurredAt: now, scopes: request.context, reservationId: reservation.id, data: { stepId: request.stepId, ...reservation } });
+      }
+      if (audit && (decision.decision === 'deny' || decision.warnings.length)) {
+        events.push({ eventId: `decision:${randomUUID()}`, type: 'GuardDecided', occurredAt: now, scopes: request.context, data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: request.stepId ?? null } });
+      }
+      if (events.length) {
+        await this.partitions.ensureFor([now]);
+        await appendSystemEvents(db, projectId, events);
+      }
+      return { usage, decision, reservation };
+    };
+
+    let result: { usage: Map<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
+    if (reserving) {
+      const existing = await this.existingReservation(projectId, request.stepId!);
+      if (existing) return { ...existing, skipped, asOf: now.toISOString() };
+      // Checks that reserve serialize on every scope the step touches, so N agents racing one
+      // budget each see the reservations of those before them. Other scopes do not wait.
+      const keys = scopeKeysOf(request.context);
+      result = await this.prisma.$transaction(
+        async (tx) => {
+          await tx.$queryRawUnsafe(
+            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(0) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
+            projectId,
+            keys,
+          );
+          return run(tx);
+        },
+        { timeout: this.config.values.GUARD_TIMEOUT_MS, maxWait: this.config.values.GUARD_TIMEOUT_MS },
+      );
+    } else {
+      result = await run(this.prisma);
+    }
+    return {
+      decision: result.decision.decision,
+      violations: result.decision.violations,
+      warnings: result.decision.warnings,
+      skipped,
+      usage: usageView(requests, result.usage),
+      ...(result.reservation ? { reservation: result.reservation } : {}),
+      asOf: now.toISOString(),
+    };
+  }
+
+  private estimate(request: GuardCheckRequest, overrides: Parameters<typeof priceStep>[2], now: Date): StepEstimate | undefined {
+    if (!request.estimate) return undefined;
+    const { provider, model, inputTokens, maxOutputTokens } = request.estimate;
+    const cost = priceStep({ provider, model, usage: { inputTokens, outputTokens: maxOutputTokens } }, now, overrides);
+    return { inputTokens, outputTokens: maxOutputTokens, costMicros: cost.priced ? Number(cost.costMicros) : null, costUnit: cost.priced ? cost.currency : 'USD' };
+  }
+
+  private async reserve(db: Db, projectId: string, request: GuardCheckRequest, estimate: StepEstimate, now: Date) {
+    const id = `rsv_${randomUUID().replace(/-/g, '')}`;
+    const expiresAt = new Date(now.getTime() + this.config.values.GUARD_RESERVATION_TTL_MS);
+    const inserted = await db.$queryRawUnsafe<{ id: string }[]>(
+      `INSERT INTO reservations (id, project_id, step_id, scope_keys, cost_micros, cost_unit, input_tokens, output_tokens, created_at, expires_at)
+       VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10)
+       ON CONFLICT (project_id, step_id) DO NOTHING RETURNING id`,
+      id,
+      projectId,
+      request.stepId,
+      scopeKeysOf(request.context),
+      estimate.costMicros ?? 0,
+      estimate.costUnit,
+      estimate.inputTokens,
+      estimate.outputTokens,
+      now,
+      expiresAt,
+    );
+    if (!inserted.length) return null;
+    return { id, estimatedCost: (estimate.costMicros ?? 0) / 1e6, costUnit: estimate.costUnit, inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens, expiresAt: expiresAt.toISOString() };
+  }
+
+  /** A retried check for a step that already holds a reservation gets that reservation back. */
+  private async existingReservation(projectId: string, stepId: string, db: Db = this.prisma): Promise<Omit<GuardCheckResponse, 'skipped' | 'asOf'> | null> {
+    const [found] = await db.$queryRawUnsafe<{ id: string; status: string; cost_micros: bigint; cost_unit: string; input_tokens: bigint; output_tokens: bigint; expires_at: Date }[]>(
+      'SELECT id, status, cost_micros, cost_unit, input_tokens, output_tokens, expires_at FROM reservations WHERE project_id = $1 AND step_id = $2',
+      projectId,
+      stepId,
+    );
+    if (!found) return null;
+    if (found.status !== 'open') throw new AppError('conflict', `stepId ${stepId} already had a reservation, now ${found.status}; use a new stepId for a new step`, 'stepId');
+    return {
+      decision: 'allow',
+      violations: [],
+      warnings: [],
+      usage: {},
+      reservation: { id: found.id, estimatedCost: Number(found.cost_micros) / 1e6, costUnit: found.cost_unit, inputTokens: Number(found.input_tokens), outputTokens: Number(found.output_tokens), expiresAt: found.expires_at.toISOString() },
+    };
+  }
+}
+
+function dedupe(requests: UsageRequest[]): UsageRequest[] {
+  const seen = new Map<string, UsageRequest>();
+  for (const r of requests) seen.set(`${r.scope}:${r.scopeId}@${r.window}`, r);
+  return [...seen.values()];
+}
+
+function usageView(requests: UsageRequest[], usage: Map<string, UsageTotals>): Record<string, ScopeUsage> {
+  const out: Record<string, ScopeUsage> = {};
+  for (const r of requests) {
+    const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
+    const u = usage.get(key) ?? EMPTY_USAGE;
+    out[key] = {
+      scope: r.scope,
+      window: r.window,
+      inputTokens: u.inputTokens,
+      outputTokens: u.outputTokens,
+      totalTokens: u.inputTokens + u.outputTokens,
+      estimatedCost: u.costMicros / 1e6,
+      costUnit: u.costUnit,
+      reservedCost: u.reservedCostMicros / 1e6,
+      reservedInputTokens: u.reservedInputTokens,
+      reservedOutputTokens: u.reservedOutputTokens,
+      unpricedEvents: u.unpricedEvents,
+    };
+  }
+  return out;
+}

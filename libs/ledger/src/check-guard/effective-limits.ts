@@ -1,0 +1,80 @@
+import type { GuardCheckRequest, GuardContext, Scope, Window } from '@tollgate/contracts';
+import type { EffectiveLimit } from './guard-decision';
+import type { StoredPolicy } from './project-settings.sql';
+
+/** The id of each scope in a step's context; the run is the trace (runId stands in when no traceId is given). */
+export function scopeIdOf(context: GuardContext, scope: Scope): string | undefined {
+  switch (scope) {
+    case 'run':
+      return context.traceId ?? context.runId;
+    case 'thread':
+      return context.threadId;
+    case 'resource':
+      return context.resourceId;
+    case 'user':
+      return context.userId;
+    case 'organization':
+      return context.organizationId;
+    case 'session':
+      return context.sessionId;
+  }
+}
+
+/** Every scope key a step touches: a reservation holds budget in all of them. */
+export function scopeKeysOf(context: GuardContext): string[] {
+  const keys = (['run', 'thread', 'resource', 'user', 'organization', 'session'] as const)
+    .map((s) => (scopeIdOf(context, s) ? `${s}:${scopeIdOf(context, s)}` : null))
+    .filter((k): k is string => k !== null);
+  // A step's events count under both its trace and its run id; so must its reservation.
+  if (context.traceId && context.runId && context.runId !== context.traceId) keys.push(`run:${context.runId}`);
+  return keys.sort();
+}
+
+const micros = (usd: number | undefined) => (usd === undefined ? undefined : Math.round(usd * 1_000_000));
+const num = (v: number | string | null) => (v === null ? undefined : Number(v));
+
+export interface LimitsResult {
+  limits: EffectiveLimit[];
+  skipped: { scope: Scope; reason: string }[];
+}
+
+/**
+ * The request's limits and the project's policies, resolved against the step's context. A policy
+ * always applies (a request cannot switch it off); one with an entityName only to that entity's steps.
+ */
+export function effectiveLimits(request: GuardCheckRequest, policies: readonly StoredPolicy[]): LimitsResult {
+  const limits: EffectiveLimit[] = [];
+  const skipped: LimitsResult['skipped'] = [];
+  const resolve = (scope: Scope, window: Window, rest: Omit<EffectiveLimit, 'scope' | 'scopeKey' | 'window'>) => {
+    const id = scopeIdOf(request.context, scope);
+    if (!id) {
+      if (!skipped.some((s) => s.scope === scope)) skipped.push({ scope, reason: `no ${scope === 'run' ? 'traceId or runId' : `${scope}Id`} in context` });
+      return;
+    }
+    limits.push({ scope, scopeKey: `${scope}:${id}`, window: scope === 'run' ? null : window, ...rest });
+  };
+  for (const l of request.limits ?? []) {
+    resolve(l.scope, l.window, {
+      maxCostMicros: micros(l.maxCost),
+      maxTotalTokens: l.maxTotalTokens,
+      maxInputTokens: l.maxInputTokens,
+      maxOutputTokens: l.maxOutputTokens,
+      warnAtPercent: l.warnAtPercent,
+      strategy: 'block',
+      source: 'request',
+    });
+  }
+  for (const p of policies) {
+    if (p.entity_name !== null && p.entity_name !== request.context.entityName) continue;
+    resolve(p.scope as Scope, p.window as Window, {
+      maxCostMicros: num(p.max_cost_micros),
+      maxTotalTokens: num(p.max_total_tokens),
+      maxInputTokens: num(p.max_input_tokens),
+      maxOutputTokens: num(p.max_output_tokens),
+      warnAtPercent: p.warn_at_percent ?? undefined,
+      strategy: p.strategy,
+      source: `policy:${p.name}`,
+    });
+  }
+  return { limits, skipped };
+}

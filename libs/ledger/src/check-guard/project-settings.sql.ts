@@ -1,0 +1,49 @@
+import type { PrismaService } from '@tollgate/database';
+import type { PriceOverrideRate } from '../pricing/price-step';
+
+export interface StoredPolicy {
+  name: string;
+  scope: string;
+  window: string;
+  max_cost_micros: number | null;
+  max_total_tokens: number | null;
+  max_input_tokens: number | null;
+  max_output_tokens: number | null;
+  warn_at_percent: number | null;
+  strategy: 'block' | 'warn';
+  entity_name: string | null;
+}
+
+export interface ProjectSettings {
+  unpricedPolicy: 'count_tokens' | 'deny';
+  policies: StoredPolicy[];
+  overrides: PriceOverrideRate[];
+}
+
+/** Everything a check needs to know about its project, in one round trip. */
+export async function readProjectSettings(db: Pick<PrismaService, '$queryRawUnsafe'>, projectId: string, withPrices: boolean): Promise<ProjectSettings> {
+  const [row] = await db.$queryRawUnsafe<{ unpriced_policy: 'count_tokens' | 'deny'; policies: StoredPolicy[]; overrides: any[] }[]>(
+    `SELECT p.unpriced_policy,
+            coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
+            CASE WHEN $2 THEN coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) ELSE '[]'::jsonb END AS overrides
+       FROM projects p WHERE p.id = $1`,
+    projectId,
+    withPrices,
+  );
+  if (!row) return { unpricedPolicy: 'count_tokens', policies: [], overrides: [] };
+  return {
+    unpricedPolicy: row.unpriced_policy,
+    policies: row.policies,
+    overrides: row.overrides.map((o) => ({
+      id: o.id,
+      provider: o.provider,
+      model: o.model,
+      effectiveFrom: new Date(o.effective_from),
+      currency: o.currency,
+      inputPerMillion: Number(o.input_per_million),
+      outputPerMillion: Number(o.output_per_million),
+      cacheReadPerMillion: o.cache_read_per_million === null ? null : Number(o.cache_read_per_million),
+      cacheWritePerMillion: o.cache_write_per_million === null ? null : Number(o.cache_write_per_million),
+    })),
+  };
+}

@@ -1,0 +1,68 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Put, UseGuards } from '@nestjs/common';
+import { idSchema, policySchema, type Policy } from '@tollgate/contracts';
+import { PrismaService } from '@tollgate/database';
+import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+
+type PolicyRow = Awaited<ReturnType<PrismaService['policy']['findFirst']>> & {};
+
+const view = (p: PolicyRow) => ({
+  name: p.name,
+  scope: p.scope,
+  window: p.window,
+  maxCost: p.maxCostMicros === null ? undefined : Number(p.maxCostMicros) / 1e6,
+  maxTotalTokens: p.maxTotalTokens === null ? undefined : Number(p.maxTotalTokens),
+  maxInputTokens: p.maxInputTokens === null ? undefined : Number(p.maxInputTokens),
+  maxOutputTokens: p.maxOutputTokens === null ? undefined : Number(p.maxOutputTokens),
+  warnAtPercent: p.warnAtPercent ?? undefined,
+  strategy: p.strategy,
+  entityName: p.entityName ?? undefined,
+  updatedAt: p.updatedAt.toISOString(),
+});
+
+/** Stored budgets: applied to every guard check of the project; a request cannot switch them off. */
+@Controller('v1/policies')
+@UseGuards(AuthGuard)
+export class PoliciesController {
+  constructor(private readonly prisma: PrismaService) {}
+
+  @Put(':name')
+  @RequireScope('admin')
+  @Documented({ summary: 'Create or replace a budget policy', tag: 'guard', auth: 'admin', body: policySchema })
+  async put(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string, @Body(new ZodPipe(policySchema)) body: Policy) {
+    const data = {
+      scope: body.scope,
+      window: body.window,
+      maxCostMicros: body.maxCost === undefined ? null : BigInt(Math.round(body.maxCost * 1e6)),
+      maxTotalTokens: body.maxTotalTokens === undefined ? null : BigInt(body.maxTotalTokens),
+      maxInputTokens: body.maxInputTokens === undefined ? null : BigInt(body.maxInputTokens),
+      maxOutputTokens: body.maxOutputTokens === undefined ? null : BigInt(body.maxOutputTokens),
+      warnAtPercent: body.warnAtPercent ?? null,
+      strategy: body.strategy,
+      entityName: body.entityName ?? null,
+      updatedAt: new Date(),
+    };
+    const row = await this.prisma.policy.upsert({
+      where: { projectId_name: { projectId: principal.projectId, name } },
+      create: { projectId: principal.projectId, name, ...data },
+      update: data,
+    });
+    return view(row);
+  }
+
+  @Get()
+  @RequireScope('read')
+  @Documented({ summary: "List the project's budget policies", tag: 'guard', auth: 'read' })
+  async list(@CurrentPrincipal() principal: Principal) {
+    const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId }, orderBy: { name: 'asc' } });
+    return { policies: rows.map(view) };
+  }
+
+  @Delete(':name')
+  @HttpCode(204)
+  @RequireScope('admin')
+  @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin' })
+  async remove(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {
+    const { count } = await this.prisma.policy.deleteMany({ where: { projectId: principal.projectId, name } });
+    if (!count) throw new AppError('not_found', `No policy ${name} in this project`, 'name');
+  }
+}

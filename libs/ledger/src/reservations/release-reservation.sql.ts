@@ -1,0 +1,53 @@
+import type { PrismaService } from '@tollgate/database';
+
+type Db = Pick<PrismaService, '$queryRawUnsafe'>;
+
+export interface ClosedReservation {
+  id: string;
+  status: 'open' | 'settled' | 'released' | 'lapsed';
+  closedAt: string | null;
+}
+
+/**
+ * Closes open reservations (`released` by a caller, `lapsed` at expiry) and logs one
+ * `ReservationReleased` event each, in one statement. Closing twice changes nothing.
+ */
+export async function closeReservations(db: Db, where: { projectId: string; id: string } | { expiredBefore: Date }, status: 'released' | 'lapsed'): Promise<{ id: string; project_id: string }[]> {
+  const filter = 'id' in where ? 'project_id = $2 AND id = $3' : 'expires_at <= $2';
+  const params = 'id' in where ? [where.projectId, where.id] : [where.expiredBefore];
+  return db.$queryRawUnsafe<{ id: string; project_id: string }[]>(
+    `WITH closed AS (
+       UPDATE reservations SET status = $1, closed_at = now()
+        WHERE status = 'open' AND ${filter}
+       RETURNING id, project_id, cost_micros, input_tokens, output_tokens
+     ),
+     claimed AS (
+       INSERT INTO event_ids (project_id, event_id, occurred_at)
+       SELECT project_id, 'reservation:' || id || ':released', now() FROM closed ORDER BY project_id, id
+       ON CONFLICT DO NOTHING
+       RETURNING project_id, event_id
+     ),
+     logged AS (
+       INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
+       SELECT c.project_id, k.event_id, 'ReservationReleased', now(), c.id,
+              jsonb_build_object('reason', $1::text, 'costMicros', c.cost_micros, 'inputTokens', c.input_tokens, 'outputTokens', c.output_tokens)
+         FROM closed c JOIN claimed k ON k.project_id = c.project_id AND k.event_id = 'reservation:' || c.id || ':released'
+       RETURNING 1
+     )
+     SELECT id, project_id FROM closed`,
+    status,
+    ...params,
+  );
+}
+
+export async function readReservation(db: Db, projectId: string, id: string): Promise<ClosedReservation | null> {
+  const [row] = await db.$queryRawUnsafe<{ id: string; status: ClosedReservation['status']; closed_at: Date | null; expires_at: Date }[]>(
+    'SELECT id, status, closed_at, expires_at FROM reservations WHERE project_id = $1 AND id = $2',
+    projectId,
+    id,
+  );
+  if (!row) return null;
+  // An open reservation past its expiry no longer holds budget, whether or not the sweeper ran.
+  const status = row.status === 'open' && row.expires_at.getTime() <= Date.now() ? 'lapsed' : row.status;
+  return { id: row.id, status, closedAt: row.closed_at?.toISOString() ?? null };
+}
