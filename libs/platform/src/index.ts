@@ -19,3 +19,4 @@ export type { JobHandler } from './queues/job-handlers';
 export { ZodPipe } from './http/zod.pipe';
 export { Documented, buildOpenApi } from './http/documented';
 export type { RouteDoc } from './http/documented';
+export { Clock } from './clock';

@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { EventPartitions, PrismaService } from '@tollgate/database';
+import { Clock } from './clock';
 import { Config, type AppConfig } from './config';
 import { JobHandlers } from './queues/job-handlers';
 import { QUEUE_NAMES } from './queues/queues';
@@ -21,6 +22,7 @@ export class PlatformModule {
       { provide: EventPartitions, useFactory: (prisma: PrismaService) => new EventPartitions(prisma), inject: [PrismaService] },
       RedisClient,
       JobHandlers,
+      Clock,
     ];
     const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
     return {

@@ -1,7 +1,7 @@
 import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { IngestResponse, IngestResult } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
-import { Config } from '@tollgate/platform';
+import { Clock, Config } from '@tollgate/platform';
 import { StepUsageRecorded } from '../events';
 import { priceStep } from '../pricing/price-step';
 import { PriceOverrides } from '../prices/price-overrides.repository';
@@ -17,10 +17,11 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
     private readonly prices: PriceOverrides,
     private readonly eventBus: EventBus,
     private readonly config: Config,
+    private readonly clock: Clock,
   ) {}
 
   async execute({ projectId, events }: AppendEvents): Promise<IngestResponse> {
-    const now = new Date();
+    const now = this.clock.now();
     const { valid, decided } = validateStepEvents(events, now, this.config.values.INGEST_MAX_FUTURE_SKEW_MS);
     const results: IngestResult[] = new Array(events.length);
     for (const [index, result] of decided) results[index] = result;

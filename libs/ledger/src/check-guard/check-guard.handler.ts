@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
-import { AppError, Config, isUnavailable } from '@tollgate/platform';
+import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
 import { priceStep } from '../pricing/price-step';
@@ -24,10 +24,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly prisma: PrismaService,
     private readonly partitions: EventPartitions,
     private readonly config: Config,
+    private readonly clock: Clock,
   ) {}
 
   async execute({ projectId, request }: CheckGuard): Promise<GuardCheckResponse> {
-    const now = new Date();
+    const now = this.clock.now();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new GuardTimeout()), this.config.values.GUARD_TIMEOUT_MS);
@@ -96,8 +97,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       const keys = scopeKeysOf(request.context);
       result = await this.prisma.$transaction(
         async (tx) => {
-          await tx.$queryRawUnsafe(
-            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(0) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
+          await tx.$executeRawUnsafe(
+            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
             projectId,
             keys,
           );

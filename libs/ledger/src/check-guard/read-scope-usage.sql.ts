@@ -31,21 +31,23 @@ export async function readScopeUsage(db: Queryable, projectId: string, requests:
   const parts: string[] = [];
   requests.forEach((r, i) => {
     const key = `${r.scope}:${r.scopeId}`;
-    const scopeRef = p(r.scope);
-    const idRef = p(r.scopeId);
+    // Placeholders are numbered as they are used: an unused one would have no type for PostgreSQL.
+    let scopeParam: string | undefined;
+    const scopeRef = () => (scopeParam ??= `${p(r.scope)}::text`);
+    const idRef = `${p(r.scopeId)}::text`;
     if (r.scope === 'run' || r.window === null) {
       parts.push(`SELECT ${i} AS i, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0::bigint AS r_cost, 0::bigint AS r_in, 0::bigint AS r_out
-        FROM usage_counters WHERE project_id = $1 AND scope = ${scopeRef} AND scope_id = ${idRef} AND granularity = 'r'`);
+        FROM usage_counters WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'r'`);
     } else {
       const plan = planWindow(r.window, now.getTime());
       const ts = (ms: number) => `${p(new Date(ms))}::timestamptz`;
       if (plan.days) {
         parts.push(`SELECT ${i}, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0, 0, 0 FROM usage_counters
-          WHERE project_id = $1 AND scope = ${scopeRef} AND scope_id = ${idRef} AND granularity = 'd' AND bucket_start >= ${ts(plan.days.from)} AND bucket_start < ${ts(plan.days.to)}`);
+          WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'd' AND bucket_start >= ${ts(plan.days.from)} AND bucket_start < ${ts(plan.days.to)}`);
       }
       for (const h of plan.hours) {
         parts.push(`SELECT ${i}, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0, 0, 0 FROM usage_counters
-          WHERE project_id = $1 AND scope = ${scopeRef} AND scope_id = ${idRef} AND granularity = 'h' AND bucket_start >= ${ts(h.from)} AND bucket_start < ${ts(h.to)}`);
+          WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'h' AND bucket_start >= ${ts(h.from)} AND bucket_start < ${ts(h.to)}`);
       }
       const column = SCOPE_COLUMN[r.scope];
       for (const edge of plan.raw) {

@@ -1,0 +1,286 @@
+import { Clock } from '@tollgate/platform';
+import { EVENT_SELECT } from '@tollgate/database';
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { TEST_DATABASE_URL } from '../support/env';
+import { call, createProject, stepEvent, type TestProject } from '../support/http';
+import { startService, type RunningService } from '../support/service';
+
+// gpt-4o: $2.50 / M input, $10 / M output → 1000 in + 200 out = $0.0045.
+const STEP_COST = 0.0045;
+
+describe('POST /v1/guard/check', () => {
+  let svc: RunningService;
+  let project: TestProject;
+  beforeAll(async () => {
+    svc = await startService();
+    project = await createProject(svc.url);
+  });
+  afterAll(() => svc.close());
+
+  const ingest = (events: unknown[], p = project) => call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } });
+  const check = (body: Record<string, unknown>, p = project) => call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body });
+  const logOf = (type: string, reservationId: string) =>
+    svc.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 AND reservation_id = $3`, project.id, type, reservationId);
+
+  it('counts a step the moment its ingest commits (no sleep)', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    await ingest([stepEvent({ resourceId }), stepEvent({ resourceId })]);
+    const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }] });
+    expect(res.status).toBe(200);
+    expect(res.body.decision).toBe('allow');
+    expect(res.body.usage[`resource:${resourceId}@24h`]).toMatchObject({ inputTokens: 2000, outputTokens: 400, totalTokens: 2400, estimatedCost: 2 * STEP_COST, costUnit: 'USD', reservedCost: 0 });
+  });
+
+  it('denies when usage reaches the limit, and says which limit', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    await ingest([stepEvent({ resourceId, usage: { inputTokens: 1000, outputTokens: 0 } })]);
+    const res = await check({ context: { resourceId, threadId: 't' }, limits: [{ scope: 'resource', window: '1h', maxTotalTokens: 1000 }, { scope: 'session', window: '1h', maxCost: 1 }] });
+    expect(res.body.decision).toBe('deny');
+    expect(res.body.violations).toEqual([
+      { scope: 'resource', scopeKey: `resource:${resourceId}`, window: '1h', limitType: 'totalTokens', usage: 1000, limit: 1000, unit: 'tokens', threshold: 'hard', source: 'request' },
+    ]);
+    expect(res.body.skipped).toEqual([{ scope: 'session', reason: 'no sessionId in context' }]);
+  });
+
+  it('includes the estimate: a step that would reach the limit is denied', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    await ingest([stepEvent({ resourceId })]); // $0.0045
+    const estimate = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 }; // $0.0045
+    expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.0091 }], estimate })).body.decision).toBe('allow');
+    expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.009 }], estimate })).body.decision).toBe('deny');
+  });
+
+  it('counts the run scope over the whole run, by trace id', async () => {
+    const traceId = `trace-${randomUUID()}`;
+    const old = new Date(Date.now() - 3 * 24 * 3600_000).toISOString();
+    await ingest([stepEvent({ traceId, occurredAt: old }), stepEvent({ traceId })]);
+    const res = await check({ context: { traceId }, limits: [{ scope: 'run', maxTotalTokens: 2400 }] });
+    expect(res.body.decision).toBe('deny');
+    expect(res.body.usage[`run:${traceId}`]).toMatchObject({ totalTokens: 2400, window: null });
+  });
+
+  it('rejects a malformed check with the field', async () => {
+    const bad = await check({ context: { resourceId: 'r' }, limits: [{ scope: 'galaxy', maxCost: 1 }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toBe('limits[0].scope');
+    const noAmount = await check({ context: { resourceId: 'r' }, limits: [{ scope: 'resource' }] });
+    expect(noAmount.body.field).toBe('limits[0]');
+    const reserveWithout = await check({ context: { resourceId: 'r' }, reserve: true });
+    expect(reserveWithout.body.field).toBe('estimate');
+  });
+
+  it('needs the guard scope', async () => {
+    const reader = await createProject(svc.url, ['read']);
+    expect((await check({ context: {} }, reader)).status).toBe(403);
+  });
+
+  describe('window edges are exact to the millisecond', () => {
+    let clocked: RunningService;
+    let p: TestProject;
+    const now = new Date('2026-06-10T12:34:56.789Z');
+    beforeAll(async () => {
+      clocked = await startService();
+      jest.spyOn(clocked.app.get(Clock), 'now').mockImplementation(() => new Date(now));
+      p = await createProject(clocked.url);
+    });
+    afterAll(() => clocked.close());
+
+    it.each(['1h', '24h', '7d', '30d', '365d'] as const)('%s: an event 1 ms inside counts, 1 ms outside does not', async (window) => {
+      const ms = { '1h': 3600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, '365d': 365 * 86_400_000 }[window];
+      const resourceId = `r-${randomUUID()}`;
+      const at = (offset: number, inputTokens: number) => stepEvent({ resourceId, occurredAt: new Date(now.getTime() + offset).toISOString(), usage: { inputTokens, outputTokens: 0 } });
+      const events = [
+        at(-ms - 1, 1), // 1 ms before the window: out
+        at(-ms, 10), // the window's first instant: in
+        at(-ms + 1, 100), // 1 ms inside: in
+        at(-Math.floor(ms / 2), 1000), // in the middle (whole hours and days)
+        at(-1, 10_000), // 1 ms before now: in
+        at(0, 100_000), // now: in
+        at(1, 1_000_000), // 1 ms in the future: not yet
+      ];
+      const res = await call(clocked.url, 'POST', '/v1/events', { token: p.key, body: { events } });
+      expect(res.body.accepted).toBe(7);
+      const g = await call(clocked.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', window, maxInputTokens: 10_000_000 }] } });
+      expect(g.body.usage[`resource:${resourceId}@${window}`].inputTokens).toBe(111_110);
+    });
+  });
+
+  describe('reservations', () => {
+    const estimate = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 };
+
+    it('holds the estimate until the step event settles it with the actual usage, once', async () => {
+      const resourceId = `r-${randomUUID()}`;
+      const limits = [{ scope: 'resource', maxCost: 1 }];
+      const res = await check({ context: { resourceId }, limits, estimate, reserve: true, stepId: randomUUID() });
+      expect(res.body.decision).toBe('allow');
+      const reservation = res.body.reservation;
+      expect(reservation).toMatchObject({ estimatedCost: STEP_COST, costUnit: 'USD', inputTokens: 1000, outputTokens: 200 });
+      expect((await logOf('BudgetReserved', reservation.id))).toHaveLength(1);
+
+      const held = await check({ context: { resourceId }, limits });
+      expect(held.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ estimatedCost: 0, reservedCost: STEP_COST, reservedInputTokens: 1000 });
+
+      const actual = stepEvent({ resourceId, reservationId: reservation.id, usage: { inputTokens: 500, outputTokens: 100 } });
+      await ingest([actual]);
+      await ingest([actual]); // the same step event again: a duplicate, settles nothing twice
+      const settled = await check({ context: { resourceId }, limits });
+      expect(settled.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ inputTokens: 500, outputTokens: 100, estimatedCost: 0.00225, reservedCost: 0, reservedInputTokens: 0 });
+      expect(await logOf('ReservationSettled', reservation.id)).toHaveLength(1);
+    });
+
+    it('gives a retried check of the same step its reservation back instead of a second one', async () => {
+      const resourceId = `r-${randomUUID()}`;
+      const body = { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() };
+      const [a, b] = await Promise.all([check(body), check(body)]);
+      expect(a.body.reservation.id).toBe(b.body.reservation.id);
+      const usage = await check({ context: { resourceId }, limits: body.limits });
+      expect(usage.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(STEP_COST);
+    });
+
+    it('frees the budget when released, idempotently', async () => {
+      const resourceId = `r-${randomUUID()}`;
+      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() });
+      const id = res.body.reservation.id;
+      const first = await call(svc.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: project.key });
+      expect(first.body).toMatchObject({ id, status: 'released' });
+      const again = await call(svc.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: project.key });
+      expect(again.status).toBe(200);
+      expect(again.body.status).toBe('released');
+      expect(await logOf('ReservationReleased', id)).toHaveLength(1);
+      const after = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] });
+      expect(after.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(0);
+      // A late step event still counts its actual usage; the released reservation stays released.
+      await ingest([stepEvent({ resourceId, reservationId: id })]);
+      expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] })).body.usage[`resource:${resourceId}@7d`].estimatedCost).toBe(STEP_COST);
+      expect(await logOf('ReservationSettled', id)).toHaveLength(0);
+    });
+
+    it("does not release another project's reservation", async () => {
+      const other = await createProject(svc.url);
+      const res = await check({ context: { resourceId: 'x' }, estimate, reserve: true, stepId: randomUUID() });
+      const attempt = await call(svc.url, 'POST', `/v1/guard/reservations/${res.body.reservation.id}/release`, { token: other.key });
+      expect(attempt.status).toBe(404);
+      expect((await svc.prisma.reservation.findUnique({ where: { id: res.body.reservation.id } }))!.status).toBe('open');
+    });
+
+    it('lapses at expiry: the budget is free again and the lapse is logged once', async () => {
+      const short = await startService({ GUARD_RESERVATION_TTL_MS: '300' });
+      try {
+        const p = await createProject(short.url);
+        const resourceId = `r-${randomUUID()}`;
+        const res = await call(short.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() } });
+        const id = res.body.reservation.id;
+        await new Promise((r) => setTimeout(r, 400));
+        const after = await call(short.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] } });
+        expect(after.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(0);
+        const { ReservationsService } = await import('@tollgate/ledger');
+        const sweeper = short.app.get(ReservationsService);
+        expect(await sweeper.sweep()).toBeGreaterThanOrEqual(1);
+        await sweeper.sweep();
+        const rows = await short.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE type = 'ReservationReleased' AND reservation_id = $1`, id);
+        expect(rows).toHaveLength(1);
+        expect(rows[0].data.reason).toBe('lapsed');
+        expect((await call(short.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: p.key })).body.status).toBe('lapsed');
+      } finally {
+        await short.close();
+      }
+    });
+  });
+
+  describe('policies', () => {
+    it('apply to every check, and a request cannot loosen them', async () => {
+      const p = await createProject(svc.url);
+      const put = await call(svc.url, 'PUT', '/v1/policies/daily-cap', { token: p.key, body: { scope: 'resource', window: '24h', maxCost: 0.004 } });
+      expect(put.status).toBe(200);
+      const resourceId = `r-${randomUUID()}`;
+      await ingest([stepEvent({ resourceId })], p); // $0.0045 ≥ $0.004
+      const plain = await check({ context: { resourceId } }, p);
+      expect(plain.body.decision).toBe('deny');
+      expect(plain.body.violations[0]).toMatchObject({ source: 'policy:daily-cap', limit: 0.004 });
+      const looser = await check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 100 }] }, p);
+      expect(looser.body.decision).toBe('deny');
+      const dry = await check({ context: { resourceId }, dryRun: true }, p);
+      expect(dry.body.decision).toBe('deny');
+      expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([expect.objectContaining({ name: 'daily-cap', maxCost: 0.004, strategy: 'block' })]);
+      expect((await call(svc.url, 'DELETE', '/v1/policies/daily-cap', { token: p.key })).status).toBe(204);
+      expect((await check({ context: { resourceId } }, p)).body.decision).toBe('allow');
+    });
+
+    it('warn policies and soft thresholds warn without blocking, and entity-scoped policies apply to that entity only', async () => {
+      const p = await createProject(svc.url);
+      await call(svc.url, 'PUT', '/v1/policies/soft', { token: p.key, body: { scope: 'user', window: '1h', maxTotalTokens: 1000, strategy: 'warn' } });
+      await call(svc.url, 'PUT', '/v1/policies/writer-only', { token: p.key, body: { scope: 'user', window: '1h', maxTotalTokens: 100, entityName: 'writer' } });
+      const userId = `u-${randomUUID()}`;
+      await ingest([stepEvent({ userId })], p); // 1200 tokens
+      const reader = await check({ context: { userId, entityName: 'reader' } }, p);
+      expect(reader.body.decision).toBe('allow');
+      expect(reader.body.warnings).toEqual([expect.objectContaining({ source: 'policy:soft', threshold: 'hard' })]);
+      const writer = await check({ context: { userId, entityName: 'writer' } }, p);
+      expect(writer.body.decision).toBe('deny');
+      const soft = await check({ context: { userId }, limits: [{ scope: 'user', window: '1h', maxTotalTokens: 1300, warnAtPercent: 90 }] }, p);
+      expect(soft.body.warnings).toEqual(expect.arrayContaining([expect.objectContaining({ source: 'request', threshold: 'soft', usage: 1200, limit: 1300 })]));
+    });
+
+    it('validates a policy', async () => {
+      const bad = await call(svc.url, 'PUT', '/v1/policies/x', { token: project.key, body: { scope: 'resource', window: '2d', maxCost: 1 } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.field).toBe('window');
+    });
+  });
+
+  describe('audit', () => {
+    it('records every denial and warning as a GuardDecided event, queryable by scope; dry runs are not recorded', async () => {
+      const resourceId = `r-${randomUUID()}`;
+      await ingest([stepEvent({ resourceId })]);
+      await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100 }] });
+      await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 2000, warnAtPercent: 50 }] });
+      await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100 }], dryRun: true });
+      await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100_000 }] });
+      const res = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, { token: project.key });
+      expect(res.status).toBe(200);
+      expect(res.body.decisions.map((d: any) => d.decision)).toEqual(['allow', 'deny']);
+      expect(res.body.decisions[1].violations[0]).toMatchObject({ limitType: 'totalTokens', usage: 1200, limit: 100 });
+      expect(res.body.decisions[0].warnings[0]).toMatchObject({ threshold: 'soft' });
+    });
+  });
+
+  describe('when the guard cannot decide', () => {
+    it('answers with the caller\'s failMode within the timeout, never hangs', async () => {
+      const slow = await startService({ GUARD_TIMEOUT_MS: '500' });
+      const blocker = new Client({ connectionString: TEST_DATABASE_URL });
+      await blocker.connect();
+      try {
+        const p = await createProject(slow.url);
+        const resourceId = `r-${randomUUID()}`;
+        // Another transaction holds the scope's lock (as a stuck check would).
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [p.id, `resource:${resourceId}`]);
+        const body = (failMode: string) => ({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
+        const started = Date.now();
+        const open = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('open') });
+        const closed = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('closed') });
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(open.body).toMatchObject({ decision: 'allow', reason: expect.stringContaining('failMode open') });
+        expect(closed.body).toMatchObject({ decision: 'deny', reason: expect.stringContaining('failMode closed') });
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => undefined);
+        await blocker.end();
+        await slow.close();
+      }
+    });
+
+    it('answers 503 with Retry-After, quickly, when PostgreSQL cannot be reached at all', async () => {
+      const down = await startService({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/tollgate_test' });
+      try {
+        const started = Date.now();
+        const res = await call(down.url, 'POST', '/v1/guard/check', { token: project.key, body: { context: { resourceId: 'r' }, failMode: 'closed' } });
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(Date.now() - started).toBeLessThan(5000);
+      } finally {
+        await down.close();
+      }
+    });
+  });
+});
