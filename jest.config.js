@@ -4,7 +4,7 @@ const swc = ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: t
 
 const service = {
   displayName: 'service',
-  testTimeout: 30000,
+  setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {

@@ -10,6 +10,7 @@ import { CheckGuard } from './check-guard.command';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
 import { decide, EMPTY_USAGE, usageKey, type Decision, type StepEstimate, type UsageTotals } from './guard-decision';
 import { readProjectSettings } from './project-settings.sql';
+import { KeyedMutex } from './keyed-mutex';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
 type Db = Pick<PrismaService, '$queryRawUnsafe' | '$executeRawUnsafe'>;
@@ -19,6 +20,7 @@ class GuardTimeout extends Error {}
 @CommandHandler(CheckGuard)
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
   private readonly logger = new Logger('guard');
+  private readonly mutex = new KeyedMutex();
 
   constructor(
     private readonly prisma: PrismaService,
@@ -56,6 +58,9 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   private async evaluate(projectId: string, request: GuardCheckRequest, now: Date): Promise<GuardCheckResponse> {
+    // Before any transaction: creating a partition locks the whole log, which an open transaction
+    // that has read it would wait on forever. (Cached: a no-op once this month's partition is known.)
+    await this.partitions.ensureFor([now]);
     const settings = await readProjectSettings(this.prisma, projectId, request.estimate !== undefined);
     const { limits, skipped } = effectiveLimits(request, settings.policies);
     const estimate = this.estimate(request, settings.overrides, now);
@@ -64,48 +69,53 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const audit = !request.dryRun;
 
     const run = async (db: Db) => {
-      const usage = await readScopeUsage(db, projectId, requests, now);
+      // The window ends when usage is read, after any wait for the scope's lock: a step event
+      // committed while this check queued is inside it (its reservation is settled by then).
+      const at = this.clock.now();
+      const usage = await readScopeUsage(db, projectId, requests, at);
       const decision = decide(limits, usage, estimate, settings.unpricedPolicy);
       const events: SystemEvent[] = [];
       let reservation: GuardCheckResponse['reservation'];
       if (reserving && decision.decision === 'allow') {
-        const made = await this.reserve(db, projectId, request, estimate!, now);
+        const made = await this.reserve(db, projectId, request, estimate!, at);
         if (!made) {
           // A concurrent retry of the same step reserved first: answer with its reservation.
           const existing = await this.existingReservation(projectId, request.stepId!, db);
-          return { usage, decision, reservation: existing?.reservation };
+          return { at, usage, decision, reservation: existing?.reservation };
         }
         reservation = made;
-        events.push({ eventId: `reservation:${reservation.id}:reserved`, type: 'BudgetReserved', occurredAt: now, scopes: request.context, reservationId: reservation.id, data: { stepId: request.stepId, ...reservation } });
+        events.push({ eventId: `reservation:${reservation.id}:reserved`, type: 'BudgetReserved', occurredAt: at, scopes: request.context, reservationId: reservation.id, data: { stepId: request.stepId, ...reservation } });
       }
       if (audit && (decision.decision === 'deny' || decision.warnings.length)) {
-        events.push({ eventId: `decision:${randomUUID()}`, type: 'GuardDecided', occurredAt: now, scopes: request.context, data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: request.stepId ?? null } });
+        events.push({ eventId: `decision:${randomUUID()}`, type: 'GuardDecided', occurredAt: at, scopes: request.context, data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: request.stepId ?? null } });
       }
-      if (events.length) {
-        await this.partitions.ensureFor([now]);
-        await appendSystemEvents(db, projectId, events);
-      }
-      return { usage, decision, reservation };
+      if (events.length) await appendSystemEvents(db, projectId, events);
+      return { at, usage, decision, reservation };
     };
 
-    let result: { usage: Map<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
+    let result: { at: Date; usage: Map<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
     if (reserving) {
       const existing = await this.existingReservation(projectId, request.stepId!);
       if (existing) return { ...existing, skipped, asOf: now.toISOString() };
       // Checks that reserve serialize on every scope the step touches, so N agents racing one
       // budget each see the reservations of those before them. Other scopes do not wait.
       const keys = scopeKeysOf(request.context);
-      result = await this.prisma.$transaction(
-        async (tx) => {
-          await tx.$executeRawUnsafe(
-            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
-            projectId,
-            keys,
-          );
-          return run(tx);
-        },
-        { timeout: this.config.values.GUARD_TIMEOUT_MS, maxWait: this.config.values.GUARD_TIMEOUT_MS },
-      );
+      const release = await this.mutex.acquire(keys.map((k) => `${projectId}\u001f${k}`));
+      try {
+        result = await this.prisma.$transaction(
+          async (tx) => {
+            await tx.$executeRawUnsafe(
+              `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
+              projectId,
+              keys,
+            );
+            return run(tx);
+          },
+          { timeout: this.config.values.GUARD_TIMEOUT_MS, maxWait: this.config.values.GUARD_TIMEOUT_MS },
+        );
+      } finally {
+        release();
+      }
     } else {
       result = await run(this.prisma);
     }
@@ -116,7 +126,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       skipped,
       usage: usageView(requests, result.usage),
       ...(result.reservation ? { reservation: result.reservation } : {}),
-      asOf: now.toISOString(),
+      asOf: result.at.toISOString(),
     };
   }
 
