@@ -9,8 +9,11 @@ export type TimerHandle = unknown;
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Runs `fn` once after `ms`; the timer must not keep the process alive. */
-  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /**
+   * Runs `fn` once after `ms`. The timer must not keep the process alive unless `keepAlive`
+   * (set while someone awaits `flush()` or `shutdown()`).
+   */
+  setTimeout(fn: () => void, ms: number, keepAlive?: boolean): TimerHandle;
   /** Cancels a timer from {@link Clock.setTimeout}. */
   clearTimeout(handle: TimerHandle): void;
 }
@@ -18,9 +21,9 @@ export interface Clock {
 /** The real clock, with unref'd timers. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout(fn, ms) {
+  setTimeout(fn, ms, keepAlive = false) {
     const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
-    if (typeof t?.unref === 'function') t.unref();
+    if (!keepAlive && typeof t?.unref === 'function') t.unref();
     return t;
   },
   clearTimeout(handle) {
@@ -29,6 +32,6 @@ export const systemClock: Clock = {
 };
 
 /** Resolves after `ms` on `clock`. */
-export function sleep(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+export function sleep(clock: Clock, ms: number, keepAlive = false): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms, keepAlive));
 }

@@ -42,6 +42,8 @@ export interface RequestSpec {
   query?: Record<string, string | number | undefined>;
   timeoutMs?: number;
   retries?: number;
+  /** Keep the process alive while waiting to retry (someone awaits the outcome). */
+  keepAlive?: () => boolean;
   /** Called before each retry, with the error that caused it. */
   onRetry?: (error: TollgateError, attempt: number, delayMs: number) => void;
 }
@@ -94,7 +96,7 @@ export class HttpTransport {
         if (!(error instanceof TollgateError) || !error.retryable || attempt >= retries) throw error;
         const delay = backoffDelay(attempt, this.options.retry, this.options.random, error.retryAfterSeconds);
         spec.onRetry?.(error, attempt + 1, delay);
-        await sleep(this.options.clock, delay);
+        await sleep(this.options.clock, delay, spec.keepAlive?.() ?? true);
       }
     }
   }

@@ -136,6 +136,8 @@ export class EventBuffer {
     const target = this.seq - 1;
     if (this.outstandingMin() > target) return Promise.resolve();
     this.flushTarget = Math.max(this.flushTarget, target);
+    // Someone now awaits delivery: re-arm the timers so that they keep the process alive.
+    if (this.waiters.length === 0) this.clearTimers();
     const done = new Promise<void>((resolve) => this.waiters.push({ target, resolve }));
     this.pump();
     return done;
@@ -150,7 +152,7 @@ export class EventBuffer {
     const flushed = this.flush();
     let deadline: TimerHandle | undefined;
     const expired = new Promise<'expired'>((resolve) => {
-      deadline = this.clock.setTimeout(() => resolve('expired'), timeoutMs);
+      deadline = this.clock.setTimeout(() => resolve('expired'), timeoutMs, true);
     });
     const outcome = await Promise.race([flushed.then(() => 'flushed' as const), expired]);
     this.clock.clearTimeout(deadline);
@@ -178,11 +180,15 @@ export class EventBuffer {
 
   private armFlushTimer(): void {
     if (this.closed && this.giveUp) return;
-    this.flushTimer = this.clock.setTimeout(() => {
-      this.flushTimer = undefined;
-      this.flushDue = true;
-      this.pump();
-    }, this.options.flushIntervalMs);
+    this.flushTimer = this.clock.setTimeout(
+      () => {
+        this.flushTimer = undefined;
+        this.flushDue = true;
+        this.pump();
+      },
+      this.options.flushIntervalMs,
+      this.waiters.length > 0,
+    );
   }
 
   private armRetryTimer(): void {
@@ -191,11 +197,15 @@ export class EventBuffer {
     if (next === Infinity || next >= this.retryTimerAt) return;
     if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
     this.retryTimerAt = next;
-    this.retryTimer = this.clock.setTimeout(() => {
-      this.retryTimer = undefined;
-      this.retryTimerAt = Infinity;
-      this.pump();
-    }, Math.max(0, next - this.clock.now()));
+    this.retryTimer = this.clock.setTimeout(
+      () => {
+        this.retryTimer = undefined;
+        this.retryTimerAt = Infinity;
+        this.pump();
+      },
+      Math.max(0, next - this.clock.now()),
+      this.waiters.length > 0,
+    );
   }
 
   private pump(): void {
@@ -248,6 +258,7 @@ export class EventBuffer {
         method: 'POST',
         path: '/v1/events',
         body,
+        keepAlive: () => this.waiters.length > 0,
         onRetry: (error, attempt) => {
           this.counters.retries++;
           this.counters.requests++;
