@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
-const dist = join(root, 'dist');
+// `--out DIR` builds elsewhere (tests build their own copy, so parallel test files never share one).
+const outArg = process.argv.indexOf('--out');
+const dist = outArg > 0 ? resolve(process.argv[outArg + 1]) : join(root, 'dist');
 rmSync(dist, { recursive: true, force: true });
 
 const builds = [
@@ -47,4 +49,4 @@ function addExtensions(dir) {
     if (fixed !== text) writeFileSync(file, fixed);
   }
 }
-console.log(`built ${builds.map((b) => `dist/${b.dir}`).join(' and ')}`);
+console.log(`built ${builds.map((b) => join(dist, b.dir)).join(' and ')}`);
