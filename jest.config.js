@@ -9,6 +9,7 @@ const service = {
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {
     '^@tollgate/(contracts|database|ledger|platform)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@tollgate/sdk(/mastra)?$': '<rootDir>/libs/sdk/src$1/index.ts',
   },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '<rootDir>/libs/processors/', '<rootDir>/test/faults/', '<rootDir>/test/bad-input/'],

@@ -1,0 +1,39 @@
+export { TollgateClient, type TollgateClientOptions, type EventsApi } from './client';
+export { TollgateError, type TollgateErrorCode } from './errors';
+export type { DropReason, DroppedEvents, RejectedEvent, EventStats } from './events/event-buffer';
+export type { RecordStepEvent } from './events/prepare-event';
+export { GuardApi, type GuardOptions, type GuardReleaseResponse } from './guard';
+export { MetricsApi, DiscoveryApi } from './metrics';
+export type {
+  AggregationType,
+  AggregationInterval,
+  ComparePeriod,
+  MetricsFilter,
+  MetricAggregateRequest,
+  MetricAggregateResponse,
+  MetricBreakdownRequest,
+  MetricBreakdownResponse,
+  MetricTimeSeriesRequest,
+  MetricTimeSeriesResponse,
+  MetricPercentilesRequest,
+  MetricPercentilesResponse,
+} from './metrics';
+export type { FetchLike } from './http';
+export type { Clock } from './clock';
+// The service's own schemas and types (compiled from libs/contracts into this package).
+export { stepUsageEventSchema, usageSchema } from '../../contracts/src/step-event';
+export type { StepUsageEvent, StepUsageEventInput, Usage, IngestResponse, IngestResult } from '../../contracts/src/step-event';
+export { guardCheckRequestSchema } from '../../contracts/src/guard';
+export type {
+  GuardCheckRequest,
+  GuardCheckRequestInput,
+  GuardCheckResponse,
+  GuardContext,
+  GuardLimit,
+  GuardEstimate,
+  GuardFinding,
+  ScopeUsage,
+  Scope,
+  Window,
+  LimitType,
+} from '../../contracts/src/guard';

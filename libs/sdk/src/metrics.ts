@@ -1,0 +1,196 @@
+import type { HttpTransport } from './http';
+
+// The shapes of Mastra's observability API (getMetricAggregate & co.), which the service serves
+// under the same routes so that Mastra's client and processors work against it unchanged.
+
+/** How values are combined. */
+export type AggregationType = 'sum' | 'avg' | 'min' | 'max' | 'count' | 'count_distinct' | 'last';
+/** Bucket width of a time series. */
+export type AggregationInterval = '1m' | '5m' | '15m' | '1h' | '1d';
+/** Period an aggregate is compared with. */
+export type ComparePeriod = 'previous_period' | 'previous_day' | 'previous_week';
+
+/** Filters shared by every metric query; a timestamp may be a Date or an ISO string. */
+export interface MetricsFilter {
+  timestamp?: { start?: Date | string; end?: Date | string; startExclusive?: boolean; endExclusive?: boolean };
+  traceId?: string;
+  spanId?: string;
+  traceIds?: string[];
+  entityType?: string;
+  entityName?: string;
+  entityVersionId?: string;
+  parentEntityType?: string;
+  parentEntityName?: string;
+  parentEntityVersionId?: string;
+  rootEntityType?: string;
+  rootEntityName?: string;
+  rootEntityVersionId?: string;
+  userId?: string;
+  organizationId?: string;
+  resourceId?: string;
+  runId?: string;
+  sessionId?: string;
+  threadId?: string;
+  requestId?: string;
+  experimentId?: string;
+  executionSource?: string;
+  serviceName?: string;
+  environment?: string;
+  tags?: string[];
+  name?: string[];
+  source?: string;
+  provider?: string;
+  model?: string;
+  costUnit?: string;
+  labels?: Record<string, string>;
+}
+
+/** `metrics.aggregate` request: one number over the filtered observations. */
+export interface MetricAggregateRequest {
+  /** Metric names, e.g. `['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens']`. */
+  name: string[];
+  aggregation: AggregationType;
+  /** Column counted by `count_distinct`. */
+  distinctColumn?: string;
+  filters?: MetricsFilter;
+  comparePeriod?: ComparePeriod;
+}
+
+/** `metrics.aggregate` answer; `estimatedCost` is in `costUnit` (e.g. USD). */
+export interface MetricAggregateResponse {
+  value: number | null;
+  previousValue?: number | null;
+  changePercent?: number | null;
+  estimatedCost?: number | null;
+  costUnit?: string | null;
+  previousEstimatedCost?: number | null;
+  costChangePercent?: number | null;
+  [extra: string]: unknown;
+}
+
+/** `metrics.breakdown` request: one value per group. */
+export interface MetricBreakdownRequest {
+  name: string[];
+  /** Dimensions, e.g. `['provider', 'model']`. */
+  groupBy: string[];
+  aggregation: AggregationType;
+  distinctColumn?: string;
+  filters?: MetricsFilter;
+  limit?: number;
+  orderDirection?: 'ASC' | 'DESC';
+}
+
+/** `metrics.breakdown` answer. */
+export interface MetricBreakdownResponse {
+  groups: { dimensions: Record<string, string | null>; value: number; estimatedCost?: number | null; costUnit?: string | null }[];
+  [extra: string]: unknown;
+}
+
+/** `metrics.timeSeries` request. */
+export interface MetricTimeSeriesRequest {
+  name: string[];
+  interval: AggregationInterval;
+  aggregation: AggregationType;
+  distinctColumn?: string;
+  filters?: MetricsFilter;
+  groupBy?: string[];
+}
+
+/** `metrics.timeSeries` answer; point timestamps are Dates. */
+export interface MetricTimeSeriesResponse {
+  series: { name: string; costUnit?: string | null; points: { timestamp: Date; value: number; estimatedCost?: number | null }[] }[];
+  [extra: string]: unknown;
+}
+
+/** `metrics.percentiles` request. */
+export interface MetricPercentilesRequest {
+  name: string;
+  /** Between 0 and 1, e.g. `[0.5, 0.95]`. */
+  percentiles: number[];
+  interval: AggregationInterval;
+  filters?: MetricsFilter;
+}
+
+/** `metrics.percentiles` answer; point timestamps are Dates. */
+export interface MetricPercentilesResponse {
+  series: { percentile: number; points: { timestamp: Date; value: number }[] }[];
+  [extra: string]: unknown;
+}
+
+const reviveSeries = <T extends { series?: { points?: { timestamp: unknown }[] }[] }>(res: T): T => {
+  for (const s of res?.series ?? []) for (const p of s.points ?? []) if (typeof p.timestamp === 'string') p.timestamp = new Date(p.timestamp);
+  return res;
+};
+
+/** The discovery calls: which names and values exist, for pickers and filters. */
+export class DiscoveryApi {
+  constructor(private readonly transport: HttpTransport) {}
+
+  private get<T>(what: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
+    return this.transport.request<T>({ method: 'GET', path: `/api/observability/discovery/${what}`, query });
+  }
+
+  /** Metric names, optionally by prefix. */
+  metricNames(args: { prefix?: string; limit?: number } = {}): Promise<{ names: string[] }> {
+    return this.get('metric-names', args);
+  }
+  /** Label keys seen on a metric. */
+  metricLabelKeys(args: { metricName: string }): Promise<{ keys: string[] }> {
+    return this.get('metric-label-keys', args);
+  }
+  /** Values seen for one label of a metric. */
+  metricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+    return this.get('metric-label-values', args);
+  }
+  /** Entity types (agent, workflow_step, tool, …). */
+  entityTypes(): Promise<{ entityTypes: string[] }> {
+    return this.get('entity-types');
+  }
+  /** Entity names, optionally of one type. */
+  entityNames(args: { entityType?: string } = {}): Promise<{ names: string[] }> {
+    return this.get('entity-names', args);
+  }
+  /** Service names. */
+  serviceNames(): Promise<{ serviceNames: string[] }> {
+    return this.get('service-names');
+  }
+  /** Environments. */
+  environments(): Promise<{ environments: string[] }> {
+    return this.get('environments');
+  }
+  /** Tags, optionally of one entity type. */
+  tags(args: { entityType?: string } = {}): Promise<{ tags: string[] }> {
+    return this.get('tags', args);
+  }
+}
+
+/** `client.metrics`: usage queries over time windows, in the shapes of Mastra's observability API. */
+export class MetricsApi {
+  /** Discovery of names and values. */
+  readonly discovery: DiscoveryApi;
+
+  constructor(private readonly transport: HttpTransport) {
+    this.discovery = new DiscoveryApi(transport);
+  }
+
+  private post<T>(what: string, body: unknown): Promise<T> {
+    return this.transport.request<T>({ method: 'POST', path: `/api/observability/metrics/${what}`, body });
+  }
+
+  /** `POST /api/observability/metrics/aggregate`. */
+  aggregate(request: MetricAggregateRequest): Promise<MetricAggregateResponse> {
+    return this.post('aggregate', request);
+  }
+  /** `POST /api/observability/metrics/breakdown`. */
+  breakdown(request: MetricBreakdownRequest): Promise<MetricBreakdownResponse> {
+    return this.post('breakdown', request);
+  }
+  /** `POST /api/observability/metrics/timeseries`. */
+  async timeSeries(request: MetricTimeSeriesRequest): Promise<MetricTimeSeriesResponse> {
+    return reviveSeries(await this.post<MetricTimeSeriesResponse>('timeseries', request));
+  }
+  /** `POST /api/observability/metrics/percentiles`. */
+  async percentiles(request: MetricPercentilesRequest): Promise<MetricPercentilesResponse> {
+    return reviveSeries(await this.post<MetricPercentilesResponse>('percentiles', request));
+  }
+}
