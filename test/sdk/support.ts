@@ -91,7 +91,7 @@ export async function eventRows(projectId: string): Promise<any[]> {
     const res = await pg.query(
       `SELECT event_id, trace_id, run_id, thread_id, resource_id, entity_type, entity_name, provider, model, input_tokens::int, output_tokens::int,
               cache_read_tokens::int, reasoning_tokens::int, step_index, finish_reason, reservation_id
-         FROM events WHERE project_id = $1 ORDER BY step_index NULLS LAST, position`,
+         FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded' ORDER BY step_index NULLS LAST, position`,
       [projectId],
     );
     return res.rows;

@@ -5,6 +5,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { Clock } from './clock';
 import { Config, type AppConfig } from './config';
 import { JobHandlers } from './queues/job-handlers';
+import { QueueErrors } from './queues/queue-errors';
 import { QUEUE_NAMES } from './queues/queues';
 import { RedisClient, redisOptions } from './redis';
 
@@ -23,6 +24,7 @@ export class PlatformModule {
       RedisClient,
       JobHandlers,
       Clock,
+      QueueErrors,
     ];
     const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
     return {

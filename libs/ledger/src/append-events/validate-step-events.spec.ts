@@ -31,6 +31,12 @@ describe('validateStepEvents', () => {
     expect(decided.get(1)).toMatchObject({ field: 'events[1].colour', reason: 'is not a known field' });
   });
 
+  it('says what is wrong with a present but invalid value, and "is required" only for a missing one', () => {
+    const { decided } = validateStepEvents([event({ usage: { inputTokens: 1, outputTokens: 1.5 } }), event({ eventId: 'e2', traceId: 7 })], now, 60_000);
+    expect(decided.get(0)).toMatchObject({ field: 'events[0].usage.outputTokens', reason: 'must be an integer' });
+    expect(decided.get(1)).toMatchObject({ field: 'events[1].traceId', reason: expect.not.stringContaining('required') });
+  });
+
   it('rejects an event that is not an object', () => {
     const { decided } = validateStepEvents(['nope', null], now, 60_000);
     expect(decided.get(0)).toMatchObject({ status: 'rejected', eventId: null, field: 'events[0]' });

@@ -20,7 +20,8 @@ export function validateStepEvents(raw: readonly unknown[], now: Date, maxFuture
   const seen = new Set<string>();
   const latest = now.getTime() + maxFutureSkewMs;
   raw.forEach((candidate, index) => {
-    const parsed = stepUsageEventSchema.safeParse(candidate);
+    // reportInput: without it zod 4 leaves issue.input undefined, and a wrong value would read as "is required".
+    const parsed = stepUsageEventSchema.safeParse(candidate, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error, `events[${index}]`);
       decided.set(index, { index, eventId: eventIdOf(candidate), status: 'rejected', field: first.field, reason: first.reason });

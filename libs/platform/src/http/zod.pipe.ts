@@ -14,7 +14,7 @@ export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.in
     if (value === undefined || value === null) {
       throw new AppError('validation_failed', 'Request body is required (a JSON object)', this.prefix || '(body)');
     }
-    const parsed = this.schema.safeParse(value);
+    const parsed = this.schema.safeParse(value, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error, this.prefix);
       throw AppError.validation(first.field, first.reason);
