@@ -221,7 +221,10 @@ describe('POST /v1/events', () => {
       expect(rows).toHaveLength(1);
       expect(rows[0].secretHash).toMatch(/^[0-9a-f]{64}$/);
       expect(project.key).not.toContain(rows[0].secretHash);
-      expect(JSON.stringify(rows)).not.toContain(project.key.split('_').pop());
+      // The secret is everything after the key id (it may itself contain '_').
+      const secret = project.key.slice(`tg_${project.keyId}_`.length);
+      expect(secret.length).toBeGreaterThan(40);
+      expect(JSON.stringify(rows)).not.toContain(secret);
     });
 
     it('admin routes refuse a project key', async () => {

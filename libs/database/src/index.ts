@@ -5,3 +5,5 @@ export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader'
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
 export { EVENT_COLUMNS, EVENT_SELECT } from './event-columns';
+export { poolSql, inTransaction } from './sql';
+export type { Sql } from './sql';

@@ -2,6 +2,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
+import { inTransaction, poolSql, type Sql } from './sql';
 
 /**
  * The one Prisma client of a process, on a pg pool we own so that pool usage can be reported
@@ -10,6 +11,8 @@ import { PrismaClient } from '../../../generated/prisma/client';
 @Injectable()
 export class PrismaService extends PrismaClient implements OnModuleDestroy {
   readonly pool: Pool;
+  /** Hot-path SQL on the same pool (see sql.ts for why not through Prisma). */
+  readonly sql: Sql;
 
   constructor(url: string, poolSize: number) {
     const pool = new Pool({
@@ -24,6 +27,12 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
     pool.on('error', () => undefined);
     super({ adapter: new PrismaPg(pool) });
     this.pool = pool;
+    this.sql = poolSql(pool);
+  }
+
+  /** One transaction on one connection of the pool, for hot-path SQL. */
+  transaction<T>(fn: (sql: Sql) => Promise<T>, lockTimeoutMs?: number): Promise<T> {
+    return inTransaction(this.pool, fn, lockTimeoutMs);
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -35,7 +35,7 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
       // Settlement events are stamped now; their month needs a partition too.
       await this.partitions.ensureFor([now, ...rows.map((r) => r.occurredAt)]);
       // One statement, so one round trip and atomic without an explicit transaction.
-      const stored = await insertStepEvents(this.prisma, projectId, rows);
+      const stored = await insertStepEvents(this.prisma.sql, projectId, rows);
       const published: StepUsageRecorded[] = [];
       valid.forEach(({ index, event }, i) => {
         const position = stored.get(event.eventId);

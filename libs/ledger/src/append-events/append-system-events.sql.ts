@@ -1,6 +1,4 @@
-import type { PrismaService } from '@tollgate/database';
-
-type Queryable = Pick<PrismaService, '$queryRawUnsafe'>;
+import type { Sql } from '@tollgate/database';
 
 /** An event the service itself writes to the log (guard decisions, reservation life cycle). */
 export interface SystemEvent {
@@ -17,7 +15,7 @@ export interface SystemEvent {
  * Appends service events with the same idempotency claim as step events: an event id already in
  * the log is skipped, so settling or releasing twice writes one event. Returns the ids written.
  */
-export async function appendSystemEvents(db: Queryable, projectId: string, events: readonly SystemEvent[]): Promise<Set<string>> {
+export async function appendSystemEvents(db: Sql, projectId: string, events: readonly SystemEvent[]): Promise<Set<string>> {
   if (!events.length) return new Set();
   const records = events.map((e) => ({
     event_id: e.eventId,
@@ -35,7 +33,7 @@ export async function appendSystemEvents(db: Queryable, projectId: string, event
     reservation_id: e.reservationId ?? null,
     data: e.data,
   }));
-  const rows = await db.$queryRawUnsafe<{ event_id: string }[]>(
+  const rows = await db.query<{ event_id: string }>(
     `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,
          thread_id text, resource_id text, user_id text, organization_id text, session_id text, entity_type text, entity_name text,

@@ -1,5 +1,5 @@
 import type { StepUsageEvent } from '@tollgate/contracts';
-import type { PrismaService } from '@tollgate/database';
+import type { Sql } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
 
 export interface StepRow {
@@ -74,10 +74,10 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
  *   same commit on), each with a `ReservationSettled` event.
  * Returns the stored events' positions by event id; the missing ones were duplicates.
  */
-export async function insertStepEvents(tx: Pick<PrismaService, '$queryRawUnsafe'>, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
+export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
   if (rows.length === 0) return new Map();
   const cols = COLUMN_NAMES.join(', ');
-  const stored = await tx.$queryRawUnsafe<{ event_id: string; position: string }[]>(
+  const stored = await tx.query<{ event_id: string; position: string }>(
     `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)

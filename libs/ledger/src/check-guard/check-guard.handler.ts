@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
-import { EventPartitions, PrismaService } from '@tollgate/database';
+import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
@@ -13,9 +13,10 @@ import { readProjectSettings } from './project-settings.sql';
 import { KeyedMutex } from './keyed-mutex';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
-type Db = Pick<PrismaService, '$queryRawUnsafe' | '$executeRawUnsafe'>;
-
 class GuardTimeout extends Error {}
+
+/** A lock wait past lock_timeout, or a statement past its timeout: the guard could not decide in time. */
+const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
 
 @CommandHandler(CheckGuard)
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
@@ -39,11 +40,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       return await Promise.race([this.evaluate(projectId, request, now), timeout]);
     } catch (err) {
       // The caller chose what an undecidable step gets; a bug is still a bug (500, logged).
-      if (err instanceof GuardTimeout || isUnavailable(err)) {
-        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: err instanceof GuardTimeout ? 'timeout' : String((err as Error).message) });
+      if (err instanceof GuardTimeout || isTimeout(err) || isUnavailable(err)) {
+        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: err instanceof GuardTimeout || isTimeout(err) ? 'timeout' : String((err as Error).message) });
         return {
           decision: request.failMode === 'closed' ? 'deny' : 'allow',
-          reason: `guard unavailable (${err instanceof GuardTimeout ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
+          reason: `guard unavailable (${err instanceof GuardTimeout || isTimeout(err) ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
           violations: [],
           warnings: [],
           skipped: [],
@@ -61,14 +62,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // Before any transaction: creating a partition locks the whole log, which an open transaction
     // that has read it would wait on forever. (Cached: a no-op once this month's partition is known.)
     await this.partitions.ensureFor([now]);
-    const settings = await readProjectSettings(this.prisma, projectId, request.estimate !== undefined);
+    const settings = await readProjectSettings(this.prisma.sql, projectId, request.estimate !== undefined);
     const { limits, skipped } = effectiveLimits(request, settings.policies);
     const estimate = this.estimate(request, settings.overrides, now);
     const requests = dedupe(limits.map((l) => ({ scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window })));
     const reserving = request.reserve && !request.dryRun;
     const audit = !request.dryRun;
 
-    const run = async (db: Db) => {
+    const run = async (db: Sql) => {
       // The window ends when usage is read, after any wait for the scope's lock: a step event
       // committed while this check queued is inside it (its reservation is settled by then).
       const at = this.clock.now();
@@ -102,22 +103,19 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       const keys = scopeKeysOf(request.context);
       const release = await this.mutex.acquire(keys.map((k) => `${projectId}\u001f${k}`));
       try {
-        result = await this.prisma.$transaction(
-          async (tx) => {
-            await tx.$executeRawUnsafe(
-              `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
-              projectId,
-              keys,
-            );
-            return run(tx);
-          },
-          { timeout: this.config.values.GUARD_TIMEOUT_MS, maxWait: this.config.values.GUARD_TIMEOUT_MS },
-        );
+        result = await this.prisma.transaction(async (tx) => {
+          await tx.query(
+            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
+            projectId,
+            keys,
+          );
+          return run(tx);
+        }, this.config.values.GUARD_TIMEOUT_MS);
       } finally {
         release();
       }
     } else {
-      result = await run(this.prisma);
+      result = await run(this.prisma.sql);
     }
     return {
       decision: result.decision.decision,
@@ -137,10 +135,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     return { inputTokens, outputTokens: maxOutputTokens, costMicros: cost.priced ? Number(cost.costMicros) : null, costUnit: cost.priced ? cost.currency : 'USD' };
   }
 
-  private async reserve(db: Db, projectId: string, request: GuardCheckRequest, estimate: StepEstimate, now: Date) {
+  private async reserve(db: Sql, projectId: string, request: GuardCheckRequest, estimate: StepEstimate, now: Date) {
     const id = `rsv_${randomUUID().replace(/-/g, '')}`;
     const expiresAt = new Date(now.getTime() + this.config.values.GUARD_RESERVATION_TTL_MS);
-    const inserted = await db.$queryRawUnsafe<{ id: string }[]>(
+    const inserted = await db.query<{ id: string }>(
       `INSERT INTO reservations (id, project_id, step_id, scope_keys, cost_micros, cost_unit, input_tokens, output_tokens, created_at, expires_at)
        VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10)
        ON CONFLICT (project_id, step_id) DO NOTHING RETURNING id`,
@@ -160,8 +158,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   /** A retried check for a step that already holds a reservation gets that reservation back. */
-  private async existingReservation(projectId: string, stepId: string, db: Db = this.prisma): Promise<Omit<GuardCheckResponse, 'skipped' | 'asOf'> | null> {
-    const [found] = await db.$queryRawUnsafe<{ id: string; status: string; cost_micros: bigint; cost_unit: string; input_tokens: bigint; output_tokens: bigint; expires_at: Date }[]>(
+  private async existingReservation(projectId: string, stepId: string, db: Sql = this.prisma.sql): Promise<Omit<GuardCheckResponse, 'skipped' | 'asOf'> | null> {
+    const [found] = await db.query<{ id: string; status: string; cost_micros: string; cost_unit: string; input_tokens: string; output_tokens: string; expires_at: Date }>(
       'SELECT id, status, cost_micros, cost_unit, input_tokens, output_tokens, expires_at FROM reservations WHERE project_id = $1 AND step_id = $2',
       projectId,
       stepId,

@@ -1,4 +1,4 @@
-import type { PrismaService } from '@tollgate/database';
+import type { Sql } from '@tollgate/database';
 import type { PriceOverrideRate } from '../pricing/price-step';
 
 export interface StoredPolicy {
@@ -21,8 +21,8 @@ export interface ProjectSettings {
 }
 
 /** Everything a check needs to know about its project, in one round trip. */
-export async function readProjectSettings(db: Pick<PrismaService, '$queryRawUnsafe'>, projectId: string, withPrices: boolean): Promise<ProjectSettings> {
-  const [row] = await db.$queryRawUnsafe<{ unpriced_policy: 'count_tokens' | 'deny'; policies: StoredPolicy[]; overrides: any[] }[]>(
+export async function readProjectSettings(db: Sql, projectId: string, withPrices: boolean): Promise<ProjectSettings> {
+  const [row] = await db.query<{ unpriced_policy: 'count_tokens' | 'deny'; policies: StoredPolicy[]; overrides: any[] }>(
     `SELECT p.unpriced_policy,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
             CASE WHEN $2 THEN coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) ELSE '[]'::jsonb END AS overrides

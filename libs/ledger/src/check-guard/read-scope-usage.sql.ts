@@ -1,5 +1,5 @@
 import type { Scope, Window } from '@tollgate/contracts';
-import type { PrismaService } from '@tollgate/database';
+import type { Sql } from '@tollgate/database';
 import { EMPTY_USAGE, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
@@ -18,14 +18,12 @@ const SCOPE_COLUMN: Record<Exclude<Scope, 'run'>, string> = {
   session: 'session_id',
 };
 
-type Queryable = Pick<PrismaService, '$queryRawUnsafe'>;
-
 /**
  * Reads the usage of several (scope, window) pairs in ONE statement, so counters, the log's edge
  * events and open reservations come from one snapshot: a step event that settles a reservation
  * while we read is counted once — as the event or as the reservation — never zero times or twice.
  */
-export async function readScopeUsage(db: Queryable, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<Map<string, UsageTotals>> {
+export async function readScopeUsage(db: Sql, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<Map<string, UsageTotals>> {
   const params: unknown[] = [projectId, now];
   const p = (v: unknown) => `$${params.push(v)}`;
   const parts: string[] = [];
@@ -60,7 +58,7 @@ export async function readScopeUsage(db: Queryable, projectId: string, requests:
       WHERE project_id = $1 AND status = 'open' AND expires_at > $2 AND scope_keys @> ARRAY[${p(key)}]::text[]`);
   });
   if (!parts.length) return new Map();
-  const rows = await db.$queryRawUnsafe<{ i: number; cost_unit: string; input_tokens: bigint; output_tokens: bigint; cost_micros: bigint; unpriced_events: bigint; r_cost: bigint; r_in: bigint; r_out: bigint }[]>(
+  const rows = await db.query<{ i: number; cost_unit: string; input_tokens: bigint; output_tokens: bigint; cost_micros: bigint; unpriced_events: bigint; r_cost: bigint; r_in: bigint; r_out: bigint }>(
     `SELECT i, cost_unit, sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens, sum(cost_micros)::bigint AS cost_micros,
             sum(unpriced_events)::bigint AS unpriced_events, sum(r_cost)::bigint AS r_cost, sum(r_in)::bigint AS r_in, sum(r_out)::bigint AS r_out
        FROM (${parts.join("\n UNION ALL ")}) AS u(i, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, r_cost, r_in, r_out)

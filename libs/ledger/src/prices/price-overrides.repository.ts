@@ -11,17 +11,21 @@ export class PriceOverrides {
   constructor(private readonly prisma: PrismaService) {}
 
   async forProject(projectId: string): Promise<PriceOverrideRate[]> {
-    const rows = await this.prisma.priceOverride.findMany({ where: { projectId } });
+    const rows = await this.prisma.sql.query<{ id: string; provider: string; model: string; effective_from: Date; currency: string; input_per_million: string; output_per_million: string; cache_read_per_million: string | null; cache_write_per_million: string | null }>(
+      `SELECT id, provider, model, effective_from, currency, input_per_million, output_per_million, cache_read_per_million, cache_write_per_million
+         FROM price_overrides WHERE project_id = $1`,
+      projectId,
+    );
     return rows.map((r) => ({
       id: r.id,
       provider: r.provider,
       model: r.model,
-      effectiveFrom: r.effectiveFrom,
+      effectiveFrom: r.effective_from,
       currency: r.currency,
-      inputPerMillion: r.inputPerMillion.toNumber(),
-      outputPerMillion: r.outputPerMillion.toNumber(),
-      cacheReadPerMillion: r.cacheReadPerMillion?.toNumber() ?? null,
-      cacheWritePerMillion: r.cacheWritePerMillion?.toNumber() ?? null,
+      inputPerMillion: Number(r.input_per_million),
+      outputPerMillion: Number(r.output_per_million),
+      cacheReadPerMillion: r.cache_read_per_million === null ? null : Number(r.cache_read_per_million),
+      cacheWritePerMillion: r.cache_write_per_million === null ? null : Number(r.cache_write_per_million),
     }));
   }
 }

@@ -1,6 +1,4 @@
-import type { PrismaService } from '@tollgate/database';
-
-type Db = Pick<PrismaService, '$queryRawUnsafe'>;
+import type { Sql } from '@tollgate/database';
 
 export interface ClosedReservation {
   id: string;
@@ -12,10 +10,10 @@ export interface ClosedReservation {
  * Closes open reservations (`released` by a caller, `lapsed` at expiry) and logs one
  * `ReservationReleased` event each, in one statement. Closing twice changes nothing.
  */
-export async function closeReservations(db: Db, where: { projectId: string; id: string } | { expiredBefore: Date }, status: 'released' | 'lapsed'): Promise<{ id: string; project_id: string }[]> {
+export async function closeReservations(db: Sql, where: { projectId: string; id: string } | { expiredBefore: Date }, status: 'released' | 'lapsed'): Promise<{ id: string; project_id: string }[]> {
   const filter = 'id' in where ? 'project_id = $2 AND id = $3' : 'expires_at <= $2';
   const params = 'id' in where ? [where.projectId, where.id] : [where.expiredBefore];
-  return db.$queryRawUnsafe<{ id: string; project_id: string }[]>(
+  return db.query<{ id: string; project_id: string }>(
     `WITH closed AS (
        UPDATE reservations SET status = $1, closed_at = now()
         WHERE status = 'open' AND ${filter}
@@ -40,8 +38,8 @@ export async function closeReservations(db: Db, where: { projectId: string; id: 
   );
 }
 
-export async function readReservation(db: Db, projectId: string, id: string): Promise<ClosedReservation | null> {
-  const [row] = await db.$queryRawUnsafe<{ id: string; status: ClosedReservation['status']; closed_at: Date | null; expires_at: Date }[]>(
+export async function readReservation(db: Sql, projectId: string, id: string): Promise<ClosedReservation | null> {
+  const [row] = await db.query<{ id: string; status: ClosedReservation['status']; closed_at: Date | null; expires_at: Date }>(
     'SELECT id, status, closed_at, expires_at FROM reservations WHERE project_id = $1 AND id = $2',
     projectId,
     id,

@@ -14,8 +14,8 @@ export class ReservationsService {
   /** Idempotent: releasing a closed reservation answers its current state. */
   async release(projectId: string, id: string): Promise<ClosedReservation> {
     await this.partitions.ensureFor([new Date()]);
-    await closeReservations(this.prisma, { projectId, id }, 'released');
-    const state = await readReservation(this.prisma, projectId, id);
+    await closeReservations(this.prisma.sql, { projectId, id }, 'released');
+    const state = await readReservation(this.prisma.sql, projectId, id);
     if (!state) throw new AppError('not_found', `No reservation ${id} in this project`, 'id');
     return state;
   }
@@ -23,6 +23,6 @@ export class ReservationsService {
   /** Marks expired reservations lapsed (they already stopped counting at expiry) and logs it. */
   async sweep(now = new Date()): Promise<number> {
     await this.partitions.ensureFor([now]);
-    return (await closeReservations(this.prisma, { expiredBefore: now }, 'lapsed')).length;
+    return (await closeReservations(this.prisma.sql, { expiredBefore: now }, 'lapsed')).length;
   }
 }

@@ -58,14 +58,19 @@ export class AuthGuard implements CanActivate {
     }
 
     const parsed = parseKey(token);
-    const row = parsed ? await this.prisma.apiKey.findUnique({ where: { id: parsed.id } }) : null;
-    if (!parsed || !row || row.revokedAt || !secretMatches(parsed.secret, row.secretHash)) {
+    const [row] = parsed
+      ? await this.prisma.sql.query<{ project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null }>(
+          'SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1',
+          parsed.id,
+        )
+      : [];
+    if (!parsed || !row || row.revoked_at || !secretMatches(parsed.secret, row.secret_hash)) {
       throw new AppError('unauthorized', 'Invalid or revoked API key', 'authorization');
     }
     if (!row.scopes.includes(scope!)) {
       throw new AppError('forbidden', `This key lacks the '${scope}' scope (it has: ${row.scopes.join(', ') || 'none'})`);
     }
-    req.principal = { projectId: row.projectId, keyId: row.id, scopes: row.scopes as KeyScope[] };
+    req.principal = { projectId: row.project_id, keyId: parsed.id, scopes: row.scopes as KeyScope[] };
     return true;
   }
 }
