@@ -77,13 +77,13 @@ export function acceptedEventIds(r: Receiver): string[] {
 }
 
 /** Polls until `check` returns a truthy value, or fails with what it saw last. */
-export async function eventually<T>(check: () => Promise<T> | T, what: string, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T> | T, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await check();
-      if (value) return value;
+      if (value) return value as NonNullable<T>;
       last = value;
     } catch (err) {
       last = err;

@@ -151,7 +151,7 @@ describe('webhook exporter, end to end', () => {
     await api(project, 'PUT', '/v1/exporters/replayed', webhookExporter(sink.url));
     const ids = await ingest(project, 10);
     await eventually(() => acceptedEventIds(sink).length === 10, 'first delivery');
-    const positions = new Map(sink.requests.flatMap((r) => r.json.events.map((e: any) => [e.eventId, Number(e.position)] as const)));
+    const positions = new Map<string, number>(sink.requests.flatMap((r) => r.json.events.map((e: any) => [e.eventId, Number(e.position)] as [string, number])));
 
     const from = positions.get(ids[6])!;
     const replay = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromPosition: from });
