@@ -1,6 +1,5 @@
 export { ExportersModule, ExportersHttpModule } from './exporters.module';
 export { ExportPipeline } from './delivery/export-pipeline';
-export type { DeliveryAttempt } from './delivery/export-pipeline';
 export { ExportJobs, EXPORT_BACKOFF } from './delivery/export-jobs';
 export { backoffMs, SinkError } from './delivery/sink-error';
 export { ExportersService } from './config/exporters.service';

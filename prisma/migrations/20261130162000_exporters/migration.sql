@@ -45,3 +45,7 @@ CREATE TABLE export_batches (
   failed_at     timestamptz(3)
 );
 CREATE INDEX export_batches_exporter_status_idx ON export_batches (exporter_id, status);
+
+-- Exporters read one project's log after their checkpoint in (tx, position) order. Without this
+-- index that read walks every project's entries after the checkpoint.
+CREATE INDEX events_project_tx_position_idx ON events (project_id, tx, position);

@@ -24,11 +24,8 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     @InjectQueue('exports') private readonly queue: Queue,
   ) {
     handlers.register('exports', 'exports.tick', () => pipeline.tick());
-    handlers.register('exports', 'export.drain', (data) => pipeline.drain((data as JobPayload<'exports', 'export.drain'>).exporterId));
-    handlers.register('exports', 'export.deliver', (data, attempt) => {
-      const d = data as JobPayload<'exports', 'export.deliver'>;
-      return pipeline.deliver({ batchId: d.batchId, exporterId: d.exporterId, attemptsMade: attempt?.attemptsMade ?? 0, maxAttempts: attempt?.attempts ?? 1 });
-    });
+    handlers.register('exports', 'export.drain', (data, attempt) => pipeline.drain((data as JobPayload<'exports', 'export.drain'>).exporterId, attempt?.jobId ?? 'unknown'));
+    handlers.register('exports', 'export.deliver', (data) => pipeline.deliver((data as JobPayload<'exports', 'export.deliver'>).batchId));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -50,8 +47,9 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
         backoffStrategy: (attemptsMade, type, err, job) => {
           if (type !== EXPORT_BACKOFF) return 1000;
           const initial = Number(job?.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 1000);
-          const max = Number((job?.data as { maxBackoffMs?: number } | undefined)?.maxBackoffMs ?? 300_000);
-          return backoffMs(attemptsMade, initial, max, Math.random, err instanceof SinkError ? err.retryAfterMs : undefined);
+          const data = job?.data as { maxBackoffMs?: number; priorAttempts?: number } | undefined;
+          const attempts = attemptsMade + (data?.priorAttempts ?? 0);
+          return backoffMs(attempts, initial, Number(data?.maxBackoffMs ?? 300_000), Math.random, err instanceof SinkError ? err.retryAfterMs : undefined);
         },
       },
     });
@@ -63,7 +61,7 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     const { name, data } = parseJob('exports', job.name, job.data);
     const handler = this.handlers.get('exports', name);
     if (!handler) throw new Error(`No handler for exports/${name}`);
-    return handler(data, { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 });
+    return handler(data, { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, jobId: job.id });
   }
 
   async onModuleDestroy(): Promise<void> {

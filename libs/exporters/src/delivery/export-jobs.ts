@@ -22,13 +22,17 @@ export class ExportJobs {
     });
   }
 
-  /** Delivers a batch; BullMQ retries it with the exporter's backoff until maxAttempts. */
-  async deliver(batchId: string, jobId: string, exporter: Pick<ExporterRecord, 'id' | 'settings'>): Promise<void> {
+  /**
+   * Delivers a batch; BullMQ retries it with the exporter's backoff. The batch row counts the
+   * attempts and decides when to give up, so BullMQ's own limit only has to be high enough.
+   */
+  async deliver(batchId: string, jobId: string, exporter: Pick<ExporterRecord, 'id' | 'settings'>, priorAttempts = 0, delayMs = 0): Promise<void> {
     const { retry } = exporter.settings;
-    const data: JobPayload<'exports', 'export.deliver'> = { batchId, exporterId: exporter.id, maxBackoffMs: retry.maxBackoffMs };
+    const data: JobPayload<'exports', 'export.deliver'> = { batchId, exporterId: exporter.id, maxBackoffMs: retry.maxBackoffMs, priorAttempts };
     await this.queue.add('export.deliver', data, {
       jobId,
-      attempts: retry.maxAttempts,
+      delay: delayMs,
+      attempts: Math.max(1, retry.maxAttempts - priorAttempts),
       backoff: { type: EXPORT_BACKOFF, delay: retry.initialBackoffMs },
       removeOnComplete: true,
       removeOnFail: { count: 1000 },

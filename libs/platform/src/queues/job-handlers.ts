@@ -7,6 +7,8 @@ export interface JobAttempt {
   attemptsMade: number;
   /** Attempts allowed in all. */
   attempts: number;
+  /** The BullMQ job id. */
+  jobId?: string;
 }
 
 export type JobHandler = (data: unknown, attempt?: JobAttempt) => Promise<unknown>;

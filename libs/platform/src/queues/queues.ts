@@ -22,7 +22,13 @@ export const QUEUES = {
     /** Cuts the exporter's next batch after its checkpoint, if one is due, and enqueues its delivery. */
     'export.drain': z.object({ exporterId: z.string().min(1) }),
     /** Delivers one batch (re-read from the log by its range); retried with backoff, then dead-lettered. */
-    'export.deliver': z.object({ batchId: z.string().min(1), exporterId: z.string().min(1), maxBackoffMs: z.number().int().positive() }),
+    'export.deliver': z.object({
+      batchId: z.string().min(1),
+      exporterId: z.string().min(1),
+      maxBackoffMs: z.number().int().positive(),
+      /** Attempts made before this job (the drain makes the first one inline); scales the backoff. */
+      priorAttempts: z.number().int().min(0).default(0),
+    }),
   },
 } as const satisfies Record<string, Record<string, z.ZodType>>;
 
