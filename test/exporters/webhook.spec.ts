@@ -214,6 +214,9 @@ describe('webhook exporter, end to end', () => {
     expect(text).toMatch(/tollgate_queue_jobs\{queue="exports",state="failed"\} \d+/);
     expect(text).toMatch(/tollgate_db_pool_connections\{state="total"\} [1-9]/);
     expect(text).toMatch(/tollgate_db_pool_connections\{state="waiting"\} \d+/);
+    expect(Number(/^tollgate_ingest_events_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(Number(/^tollgate_exporter_events_delivered_total\{type="webhook"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(text).toMatch(/^tollgate_ingest_batch_duration_seconds_count\{status="200"\} [1-9]/m);
   });
 });
 
