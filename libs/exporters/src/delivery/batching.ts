@@ -8,7 +8,7 @@ export interface BatchLimits {
 }
 
 export type BatchCut =
-  | { flush: true; rows: LoggedEvent[]; events: WireEvent[]; bytes: number }
+  | { flush: true; rows: LoggedEvent[]; events: WireEvent[]; bytes: number; /** Each event's JSON, reused for the request body. */ serialized: string[] }
   | { flush: false; waitMs: number };
 
 export const matchesTypes = (types: readonly string[], type: string) => types.includes('*') || types.includes(type);
@@ -24,6 +24,7 @@ export function cutBatch(rows: LoggedEvent[], types: readonly string[], limits: 
   if (rows.length === 0) return { flush: false, waitMs: limits.maxWaitMs };
   const taken: LoggedEvent[] = [];
   const events: WireEvent[] = [];
+  const serialized: string[] = [];
   let bytes = 2;
   let full = rows.length >= limits.maxEvents;
   for (const row of rows) {
@@ -32,13 +33,15 @@ export function cutBatch(rows: LoggedEvent[], types: readonly string[], limits: 
       continue;
     }
     const wire = toWireEvent(row);
-    const size = Buffer.byteLength(JSON.stringify(wire)) + 1;
+    const json = JSON.stringify(wire);
+    const size = Buffer.byteLength(json) + 1;
     if (events.length > 0 && bytes + size > limits.maxBytes) {
       full = true;
       break;
     }
     taken.push(row);
     events.push(wire);
+    serialized.push(json);
     bytes += size;
     if (events.length >= limits.maxEvents) {
       full = true;
@@ -47,5 +50,5 @@ export function cutBatch(rows: LoggedEvent[], types: readonly string[], limits: 
   }
   const waited = now - rows[0].recordedAt.getTime();
   if (!full && events.length > 0 && waited < limits.maxWaitMs) return { flush: false, waitMs: limits.maxWaitMs - waited };
-  return { flush: true, rows: taken, events, bytes };
+  return { flush: true, rows: taken, events, bytes, serialized };
 }

@@ -97,7 +97,7 @@ export class ExportPipeline {
       const claim = { id: newId('xb'), exporterId: exporter.id, from: exporter.checkpoint, to, logRows: cut.rows.length, eventCount: cut.events.length, jobId };
       if (!(await claimBatch(this.prisma, claim))) return { state: 'raced', batches };
       const claimed: BatchRow = { ...claim, status: 'in_flight', attempts: 0, lastError: null, createdAt: new Date(), failedAt: null };
-      const outcome = await this.attempt(exporter, secrets, claimed, cut.events);
+      const outcome = await this.attempt(exporter, secrets, claimed, cut.events, cut.serialized);
       batches++;
       if (outcome.result === 'retry') {
         await this.scheduleRetry(exporter, claimed.id, 1);
@@ -160,11 +160,11 @@ export class ExportPipeline {
   }
 
   /** One attempt: the sink's answer settles the batch (delivered, dead-lettered) or asks for a retry. */
-  private async attempt(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[]): Promise<Outcome> {
+  private async attempt(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[], serialized?: string[]): Promise<Outcome> {
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
-      await this.send(exporter, secrets, batch, events);
+      await this.send(exporter, secrets, batch, events, serialized);
     } catch (err) {
       exporterBatchLatency.observe({ type: exporter.type }, elapsed());
       const failure = err instanceof SinkError ? err : new SinkError(String((err as Error)?.message ?? err), false);
@@ -193,11 +193,11 @@ export class ExportPipeline {
     return this.box.open<ExporterSecrets>(exporter.sealedSecrets, exporter.id);
   }
 
-  private async send(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[]): Promise<void> {
+  private async send(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[], serialized?: string[]): Promise<void> {
     const s = exporter.settings;
     if (s.type === 'webhook') {
       if (!secrets.signingSecret) throw new SinkError('webhook exporter has no signing secret', true);
-      const req = webhookRequest({ batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events }, signingSecret: secrets.signingSecret, headers: secrets.headers });
+      const req = webhookRequest({ batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events }, signingSecret: secrets.signingSecret, headers: secrets.headers, serializedEvents: serialized });
       await postToSink(s.url, req.body, { ...req.headers, 'x-tollgate-exporter': exporter.name }, s.timeoutMs);
       return;
     }

@@ -11,6 +11,15 @@ describe('webhook signature', () => {
     expect(verifyWebhook(secret, body, headers['x-tollgate-timestamp'], headers['x-tollgate-signature'], 300, now)).toBe(true);
   });
 
+  it('builds the same body from events serialized ahead', () => {
+    const events = [{ eventId: 'a' }, { eventId: 'b', n: 1 }] as never[];
+    const batch = { batchId: 'xb_1', exporter: 'billing', projectId: 'p', events };
+    const plain = webhookRequest({ batch, signingSecret: secret, now });
+    const reused = webhookRequest({ batch, signingSecret: secret, now, serializedEvents: events.map((e) => JSON.stringify(e)) });
+    expect(reused.body).toBe(plain.body);
+    expect(JSON.parse(reused.body)).toEqual(batch);
+  });
+
   it('rejects another body, another secret, and an old timestamp', () => {
     const ts = now / 1000;
     const sig = signWebhook(secret, ts, '{"a":1}');
