@@ -17,8 +17,8 @@ import { createApiApp } from '../../apps/api/src/bootstrap';
  */
 const DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_exporters';
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 6000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 4000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 8);
 const BATCH = Number(process.env.BENCH_BATCH ?? 100);
 const ADMIN = 'bench-admin-token-0123456789';
