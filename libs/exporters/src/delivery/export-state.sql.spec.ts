@@ -18,7 +18,13 @@ describe('exporter state SQL', () => {
     }
     const exporterId = id('exp');
     await prisma.exporter.create({ data: { id: exporterId, projectId, name: 'x', type: 'webhook', settings: {} } });
-    const rows = await readEventsAfter(prisma, { tx: '0', position: 0n }, 100, projectId);
+    // The commit-safe reader sees the rows once every older transaction of the cluster has ended.
+    let rows = await readEventsAfter(prisma, { tx: '0', position: 0n }, 100, projectId);
+    for (let waited = 0; rows.length < n && waited < 20_000; waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+      rows = await readEventsAfter(prisma, { tx: '0', position: 0n }, 100, projectId);
+    }
+    expect(rows).toHaveLength(n);
     const at = (i: number): Checkpoint => ({ tx: rows[i].tx, position: rows[i].position });
     return { projectId, exporterId, rows, at };
   }
