@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
+import { ExportersHttpModule } from '@tollgate/exporters';
 import { LedgerHttpModule } from '@tollgate/ledger';
+import { ObservabilityHttpModule } from '@tollgate/observability';
 import { HealthController } from '@tollgate/platform';
 import { DocsController } from './docs.controller';
 
 /** Everything the HTTP API serves (the platform module is added by the entrypoint). */
 @Module({
-  imports: [LedgerHttpModule],
+  imports: [LedgerHttpModule, ExportersHttpModule, ObservabilityHttpModule],
   controllers: [HealthController, DocsController],
 })
 export class ApiFeaturesModule {}

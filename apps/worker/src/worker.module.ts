@@ -1,13 +1,15 @@
 import { Module, OnApplicationBootstrap } from '@nestjs/common';
+import { ExportersModule } from '@tollgate/exporters';
 import { LedgerModule } from '@tollgate/ledger';
 import { JobHandlers } from '@tollgate/platform';
 import { GuardProcessor } from './guard/guard.processor';
+import { ExportsProcessor } from './exporters/exports.processor';
 import { MaintenanceProcessor } from './maintenance/maintenance.processor';
 
 /** The BullMQ processors (the platform module is added by the entrypoint). */
 @Module({
-  imports: [LedgerModule],
-  providers: [MaintenanceProcessor, GuardProcessor],
+  imports: [LedgerModule, ExportersModule],
+  providers: [MaintenanceProcessor, GuardProcessor, ExportsProcessor],
 })
 export class WorkerFeaturesModule implements OnApplicationBootstrap {
   constructor(private readonly handlers: JobHandlers) {}

@@ -23,6 +23,15 @@ const configSchema = z.object({
   GUARD_TIMEOUT_MS: durationMs.default(2000),
   /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
+  /** Encrypts exporter secrets at rest (any string of 32+ characters); needed once an exporter has secrets. */
+  TOLLGATE_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** How often the worker looks for exporter batches to flush (the flush-wait granularity). */
+  EXPORTS_TICK_MS: durationMs.default(1000),
+  /** BullMQ lock of a running export job: a crashed worker's batch is taken over after about this long. */
+  EXPORTS_LOCK_MS: durationMs.min(1000).default(30_000),
+  EXPORTS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;

@@ -15,7 +15,7 @@ export { createLogger } from './logging/logger';
 export { QUEUES, QUEUE_NAMES, parseJob, jobNamesOf } from './queues/queues';
 export type { QueueName, JobName, JobPayload } from './queues/queues';
 export { JobHandlers } from './queues/job-handlers';
-export type { JobHandler } from './queues/job-handlers';
+export type { JobHandler, JobAttempt } from './queues/job-handlers';
 export { ZodPipe } from './http/zod.pipe';
 export { Documented, buildOpenApi } from './http/documented';
 export type { RouteDoc } from './http/documented';

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   rate_limited: 429,
   unavailable: 503,
+  /** The operator has not configured what the request needs (e.g. TOLLGATE_SECRET_KEY). */
+  not_configured: 501,
   internal: 500,
 } as const;
 

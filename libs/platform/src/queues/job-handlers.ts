@@ -1,7 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { jobNamesOf, QUEUE_NAMES, type QueueName } from './queues';
 
-export type JobHandler = (data: unknown) => Promise<unknown>;
+/** What a handler may need to know about the attempt (retry-aware handlers such as exporters). */
+export interface JobAttempt {
+  /** Attempts made before this one. */
+  attemptsMade: number;
+  /** Attempts allowed in all. */
+  attempts: number;
+  /** The BullMQ job id. */
+  jobId?: string;
+}
+
+export type JobHandler = (data: unknown, attempt?: JobAttempt) => Promise<unknown>;
 
 /**
  * Handlers registered by the worker's features, by queue and job name. `assertComplete` is called

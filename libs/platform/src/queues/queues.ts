@@ -14,6 +14,26 @@ export const QUEUES = {
     /** Marks expired reservations lapsed and logs it (they stop counting at expiry regardless). */
     'reservations.sweep': z.object({}),
   },
+  /**
+   * Exporters (libs/exporters). One fixed queue for every exporter: the events wait in the log, not
+   * in Redis, so a per-exporter "queue" is the log after that exporter's checkpoint; these jobs
+   * only move it. At most one batch per exporter is in flight (enforced in PostgreSQL), so two
+   * workers never deliver the same exporter's stream at once.
+   */
+  exports: {
+    /** Periodic: schedules a drain for every active exporter (flushes batches that waited long enough). */
+    'exports.tick': z.object({}),
+    /** Cuts the exporter's next batch after its checkpoint, if one is due, and enqueues its delivery. */
+    'export.drain': z.object({ exporterId: z.string().min(1) }),
+    /** Delivers one batch (re-read from the log by its range); retried with backoff, then dead-lettered. */
+    'export.deliver': z.object({
+      batchId: z.string().min(1),
+      exporterId: z.string().min(1),
+      maxBackoffMs: z.number().int().positive(),
+      /** Attempts made before this job (the drain makes the first one inline); scales the backoff. */
+      priorAttempts: z.number().int().min(0).default(0),
+    }),
+  },
 } as const satisfies Record<string, Record<string, z.ZodType>>;
 
 export type QueueName = keyof typeof QUEUES;

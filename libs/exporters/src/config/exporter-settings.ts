@@ -1,0 +1,92 @@
+import { z } from 'zod';
+
+export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const exporterNameSchema = z.string().regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
+
+const httpUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' });
+const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a valid HTTP header name');
+/** Sent with every request and stored encrypted (they usually carry credentials). */
+const secretHeaders = z.record(headerName, z.string().min(1).max(4096)).refine((h) => Object.keys(h).length <= 20, 'must have at most 20 headers');
+
+const batchSchema = z.strictObject({
+  /** Most events in one request. */
+  maxEvents: z.number().int().min(1).max(10_000).default(500),
+  /** Most bytes of events in one request (one event over it is still sent, alone). */
+  maxBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  /** A batch smaller than both limits is sent once its oldest event has waited this long. */
+  maxWaitMs: z.number().int().min(0).max(600_000).default(1000),
+});
+
+const retrySchema = z.strictObject({
+  /** Attempts per batch before it goes to the dead-letter set. */
+  maxAttempts: z.number().int().min(1).max(50).default(8),
+  /** First backoff; each retry doubles it, with jitter, up to maxBackoffMs. */
+  initialBackoffMs: z.number().int().min(10).max(600_000).default(1000),
+  maxBackoffMs: z.number().int().min(10).max(3_600_000).default(300_000),
+});
+
+const common = {
+  batch: batchSchema.default(batchSchema.parse({})),
+  retry: retrySchema.default(retrySchema.parse({})),
+  /** Per request; a request that takes longer is a failed attempt. */
+  timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /** Batches dead-lettered in a row before the exporter pauses itself. */
+  pauseAfterFailures: z.number().int().min(1).max(1000).default(3),
+  /** Where a new exporter starts: events committed from now on (default), or the project's whole log. Ignored on update. */
+  startFrom: z.enum(['now', 'beginning']).default('now'),
+};
+
+export const STEP_EVENT_TYPE = 'StepUsageRecorded';
+
+export const webhookSchema = z.strictObject({
+  type: z.literal('webhook'),
+  url: httpUrl,
+  /** HMAC-SHA256 key for the X-Tollgate-Signature header. Stored encrypted, never returned. */
+  signingSecret: z.string().min(16, 'must be at least 16 characters').max(512),
+  headers: secretHeaders.optional(),
+  /** Event types sent; `["*"]` sends every type in the log. Default: step usage only. */
+  eventTypes: z.array(z.string().regex(/^(\*|[A-Za-z]{1,64})$/, 'must be an event type name or *')).min(1).max(20).default([STEP_EVENT_TYPE]),
+  ...common,
+});
+
+export const otlpSchema = z.strictObject({
+  type: z.literal('otlp'),
+  /** OTLP/HTTP base URL (e.g. http://collector:4318); /v1/traces is appended unless given. */
+  endpoint: httpUrl,
+  headers: secretHeaders.optional(),
+  /** service.name of the spans whose event names none. */
+  serviceName: z.string().min(1).max(200).default('tollgate'),
+  ...common,
+});
+
+export const putExporterSchema = z.discriminatedUnion('type', [webhookSchema, otlpSchema]);
+export type PutExporter = z.infer<typeof putExporterSchema>;
+
+/** What is stored in `secrets` (sealed). */
+export interface ExporterSecrets {
+  signingSecret?: string;
+  headers?: Record<string, string>;
+}
+
+/** What is stored in `settings`: the validated body without its secrets and startFrom. */
+export type ExporterSettings =
+  | Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom'>
+  | Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom'>;
+
+export function splitSecrets(body: PutExporter): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
+  if (body.type === 'webhook') {
+    const { signingSecret, headers, startFrom: _s, ...settings } = body;
+    return { settings, secrets: { signingSecret, ...(headers ? { headers } : {}) } };
+  }
+  const { headers, startFrom: _s, ...settings } = body;
+  return { settings, secrets: headers ? { headers } : null };
+}
+
+export const replaySchema = z
+  .strictObject({
+    /** Re-send every event at or after this log position. */
+    fromPosition: z.number().int().min(0).optional(),
+    /** Re-send every event that occurred at or after this time. */
+    fromTime: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' }).optional(),
+  })
+  .refine((b) => (b.fromPosition === undefined) !== (b.fromTime === undefined), { message: 'give exactly one of fromPosition and fromTime', path: ['fromPosition'] });

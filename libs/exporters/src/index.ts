@@ -1,0 +1,13 @@
+export { ExportersModule, ExportersHttpModule } from './exporters.module';
+export { ExportPipeline } from './delivery/export-pipeline';
+export { ExportJobs, EXPORT_BACKOFF } from './delivery/export-jobs';
+export { backoffMs, SinkError } from './delivery/sink-error';
+export { ExportersService } from './config/exporters.service';
+export { putExporterSchema, replaySchema } from './config/exporter-settings';
+export type { PutExporter } from './config/exporter-settings';
+export { SecretBox } from './config/secret-box';
+export { signWebhook, verifyWebhook, SIGNATURE_HEADER, TIMESTAMP_HEADER, IDEMPOTENCY_HEADER } from './wire/webhook';
+export type { WebhookBatch } from './wire/webhook';
+export { toOtlpTraces, toOtlpSpan, otlpTraceId } from './wire/otlp';
+export type { OtlpTraces, OtlpSpan } from './wire/otlp';
+export type { WireEvent } from './wire/wire-event';

@@ -1,0 +1,4 @@
+export * from './metrics';
+export { ScrapeHooks } from './scrape-hooks';
+export type { ScrapeHook } from './scrape-hooks';
+export { ObservabilityModule, ObservabilityHttpModule } from './observability.module';
