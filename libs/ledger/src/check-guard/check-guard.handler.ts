@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
+import { guardDecisions, guardLatency } from '@tollgate/observability';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
@@ -31,6 +32,19 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   ) {}
 
   async execute({ projectId, request }: CheckGuard): Promise<GuardCheckResponse> {
+    const started = process.hrtime.bigint();
+    let outcome = 'error';
+    try {
+      const response = await this.decideWithin(projectId, request);
+      outcome = response.reason ? `failmode_${response.decision}` : response.decision === 'allow' && response.warnings.length ? 'warn' : response.decision;
+      return response;
+    } finally {
+      guardDecisions.inc({ outcome });
+      guardLatency.observe({ outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  private async decideWithin(projectId: string, request: GuardCheckRequest): Promise<GuardCheckResponse> {
     const now = this.clock.now();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -41,10 +55,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     } catch (err) {
       // The caller chose what an undecidable step gets; a bug is still a bug (500, logged).
       if (err instanceof GuardTimeout || isTimeout(err) || isUnavailable(err)) {
-        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: err instanceof GuardTimeout || isTimeout(err) ? 'timeout' : String((err as Error).message) });
+        const timedOut = err instanceof GuardTimeout || isTimeout(err);
+        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: timedOut ? 'timeout' : String((err as Error).message) });
         return {
           decision: request.failMode === 'closed' ? 'deny' : 'allow',
-          reason: `guard unavailable (${err instanceof GuardTimeout || isTimeout(err) ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
+          reason: `guard unavailable (${timedOut ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
           violations: [],
           warnings: [],
           skipped: [],
