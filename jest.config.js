@@ -5,7 +5,7 @@ module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {
-    '^@tollgate/(contracts|database|ledger|platform)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@tollgate/(contracts|database|ledger|metrics|platform)$': '<rootDir>/libs/$1/src/index.ts',
   },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '<rootDir>/test/faults/', '<rootDir>/test/bad-input/'],

@@ -2,10 +2,11 @@ import { Module, OnApplicationBootstrap } from '@nestjs/common';
 import { LedgerModule } from '@tollgate/ledger';
 import { JobHandlers } from '@tollgate/platform';
 import { MaintenanceProcessor } from './maintenance/maintenance.processor';
+import { ProjectorModule } from './projector/projector.processor';
 
 /** The BullMQ processors (the platform module is added by the entrypoint). */
 @Module({
-  imports: [LedgerModule],
+  imports: [LedgerModule, ProjectorModule],
   providers: [MaintenanceProcessor],
 })
 export class WorkerFeaturesModule implements OnApplicationBootstrap {

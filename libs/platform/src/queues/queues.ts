@@ -10,6 +10,10 @@ export const QUEUES = {
     /** Creates the event log's monthly partitions ahead of time (also done on demand at ingest). */
     'partitions.ensure': z.object({ monthsAhead: z.number().int().min(1).max(24).optional() }),
   },
+  projections: {
+    /** Brings the metric rollups up to the log (woken by ingest, and on a schedule). */
+    'rollups.catch-up': z.object({}),
+  },
 } as const satisfies Record<string, Record<string, z.ZodType>>;
 
 export type QueueName = keyof typeof QUEUES;
