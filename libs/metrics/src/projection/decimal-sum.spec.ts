@@ -17,3 +17,10 @@ describe('DecimalSum', () => {
     expect(new DecimalSum().toString()).toBe('0');
   });
 });
+
+describe('DecimalSum with integers past 2^53', () => {
+  it('stays exact when the fast integer sum would not', () => {
+    const s = new DecimalSum().add(Number.MAX_SAFE_INTEGER).add(2).add(0.5);
+    expect(s.toString()).toBe('9007199254740993.5');
+  });
+});

@@ -5,22 +5,36 @@
  * PostgreSQL prints for float8), held as an integer scaled by 10^scale.
  */
 export class DecimalSum {
+  /** Integers (token counts) are summed as a plain number while it stays exact: the common, fast case. */
+  private whole = 0;
   private int = 0n;
   private scale = 0;
 
   add(x: number): this {
+    if (Number.isInteger(x)) {
+      const next = this.whole + x;
+      if (Number.isSafeInteger(next)) {
+        this.whole = next;
+        return this;
+      }
+    }
+    this.addExact(x);
+    return this;
+  }
+
+  private addExact(x: number): void {
     const [digits, scale] = parse(x);
     if (scale > this.scale) {
       this.int *= 10n ** BigInt(scale - this.scale);
       this.scale = scale;
     }
     this.int += digits * 10n ** BigInt(this.scale - scale);
-    return this;
   }
 
   toString(): string {
-    const negative = this.int < 0n;
-    let s = (negative ? -this.int : this.int).toString();
+    const total = this.int + BigInt(this.whole) * 10n ** BigInt(this.scale);
+    const negative = total < 0n;
+    let s = (negative ? -total : total).toString();
     if (this.scale > 0) {
       s = s.padStart(this.scale + 1, '0');
       s = `${s.slice(0, s.length - this.scale)}.${s.slice(s.length - this.scale)}`;

@@ -51,7 +51,7 @@ export class MetricsProjector {
     const deadline = Date.now() + (options.maxMs ?? Number.POSITIVE_INFINITY);
     const result: CatchUpResult = { events: 0, batches: 0, caughtUp: false, busy: false };
     while (Date.now() < deadline) {
-      const read = await this.prisma.$transaction((tx) => this.projectBatch(tx, batchSize, options.waitForLock ?? false), { maxWait: 10_000, timeout: 300_000 });
+      const read = await this.inTransaction((tx) => this.projectBatch(tx, batchSize, options.waitForLock ?? false));
       if (read === null) {
         result.busy = true;
         return result;
@@ -73,7 +73,7 @@ export class MetricsProjector {
 
   /** Rebuilds the rollups from position 0 into the live tables (see the note on replay in index.ts). */
   async replay(options: Omit<CatchUpOptions, 'waitForLock' | 'maxMs'> = {}): Promise<CatchUpResult> {
-    await this.prisma.$transaction(async (tx) => {
+    await this.inTransaction(async (tx) => {
       await lockCheckpoint(tx, ROLLUP_PROJECTION, false);
       await resetRollups(tx, ROLLUP_PROJECTION);
     });
@@ -89,13 +89,38 @@ export class MetricsProjector {
     }
   }
 
+  /**
+   * Runs `work` in one transaction on one connection of the pool. The batch loop talks to the pg
+   * driver directly rather than through Prisma's raw queries: reading 10,000 log rows through
+   * Prisma's value conversion took twice as long, and this loop is the projection's throughput.
+   * The SQL is the same either way (SqlClient), and readEventsAfter is the commit-safe reader.
+   */
+  private async inTransaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T> {
+    const client = await this.prisma.pool.connect();
+    const tx: SqlClient = {
+      $queryRawUnsafe: async <R>(sql: string, ...values: unknown[]) => (await client.query(sql, values)).rows as R,
+      $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await client.query(sql, values)).rowCount ?? 0,
+    };
+    try {
+      await client.query('BEGIN');
+      const result = await work(tx);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
   /** One batch in the caller's transaction; null when another worker holds the projection. */
   private async projectBatch(tx: SqlClient, batchSize: number, waitForLock: boolean): Promise<{ events: number; newIds: Map<string, bigint> } | null> {
     const checkpoint = await lockCheckpoint(tx, ROLLUP_PROJECTION, !waitForLock);
     if (!checkpoint) return null;
     const events = await readEventsAfter(tx as unknown as PrismaService, checkpoint, batchSize);
     if (events.length === 0) return { events: 0, newIds: new Map() };
-    const cells = [...foldRollups(events.map((e) => e.row)).values()];
+    const cells = foldRollups(events.map((e) => e.row));
     const fresh = await this.dimensionIdsFor(tx, cells);
     const withIds = cells.map((cell) => ({ cell, dimsId: (this.dimensionIds.get(dimKey(cell)) ?? fresh.get(dimKey(cell)))! }));
     await upsertProjectRollups(tx, withIds.filter((c) => c.cell.cube !== 'scope'));
