@@ -44,13 +44,15 @@ CREATE INDEX metric_dimensions_session_idx ON metric_dimensions (project_id, ses
 -- The project-wide cube: low-cardinality dimensions only (entity, provider, model, cost unit,
 -- environment, service), in minute, hour and day buckets (UTC). `name` is the metric's id in
 -- libs/metrics/src/metric-names.ts (never renumbered). `sum` is numeric so that sums do not depend
--- on the order events were added in (a replay gives the same digits).
+-- on the order events were added in (a replay gives the same digits). `cost_unit` repeats the
+-- dimension's, so that a query that neither filters nor groups on dimensions needs no join.
 CREATE TABLE metric_rollups (
   project_id   text NOT NULL,
   granularity  text NOT NULL CHECK (granularity IN ('m', 'h', 'd')),
   name         smallint NOT NULL,
   bucket_start timestamptz(3) NOT NULL,
   dims_id      bigint NOT NULL,
+  cost_unit    text,
   count        bigint NOT NULL,
   sum          numeric NOT NULL,
   min          double precision NOT NULL,

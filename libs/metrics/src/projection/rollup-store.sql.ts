@@ -61,12 +61,15 @@ export async function resolveDimensionIds(db: SqlClient, tuples: { projectId: st
   return new Map(rows.map((r) => [`${r.project_id}\u001e${r.key}`, BigInt(r.id)]));
 }
 
+const COST_UNIT_INDEX = DIMENSION_TABLE_COLUMNS.indexOf('cost_unit');
+
 const toRecord = (c: RollupCell, dimsId: bigint) => ({
   project_id: c.projectId,
   granularity: c.cube === 'scope' ? null : c.cube,
   name: c.name,
   bucket_start: new Date(c.bucketStart).toISOString(),
   dims_id: dimsId.toString(),
+  cost_unit: c.dimsValues[COST_UNIT_INDEX],
   count: c.count,
   sum: c.sum.toString(),
   min: c.min,
@@ -83,9 +86,9 @@ const MERGE = (t: string) => `count = ${t}.count + excluded.count, sum = ${t}.su
 export async function upsertProjectRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
   if (cells.length === 0) return;
   await db.$executeRawUnsafe(
-    `INSERT INTO metric_rollups (project_id, granularity, name, bucket_start, dims_id, count, sum, min, max, cost_micros, cost_count)
-     SELECT project_id, granularity, name, bucket_start, dims_id, count, sum, min, max, cost_micros, cost_count
-       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint, ${MEASURES})
+    `INSERT INTO metric_rollups (project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count)
+     SELECT project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count
+       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint, cost_unit text, ${MEASURES})
       ORDER BY project_id, granularity, name, bucket_start, dims_id
      ON CONFLICT (project_id, granularity, name, bucket_start, dims_id) DO UPDATE SET ${MERGE('metric_rollups')}`,
     JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),

@@ -93,14 +93,17 @@ function rollupPart(q: MetricQuery, cube: 'project' | 'scope', segments: RollupS
     const g = cube === 'project' ? `r.granularity = '${s.granularity}' AND ` : '';
     return `(${g}${rangeSql('r.bucket_start', s, p)})`;
   });
+  // The project cube carries cost_unit itself: without dimension filters or groups, no join.
+  const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
+  const join = cube === 'scope' || refs.some((r) => r.location === 'low' || r.location === 'scope');
   const cols = [
     ...(q.bucketMs ? [`${bucketSql('r.bucket_start', q)} AS ts`] : []),
     ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p)} AS g${i}`),
     `${q.distinct ? fieldSql(q.distinct, 'rollup', p) : 'NULL::text'} AS dv`,
-    'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', 'd.cost_unit AS unit',
+    'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', `${join ? 'd' : 'r'}.cost_unit AS unit`,
   ];
   return `SELECT ${cols.join(', ')}
-    FROM ${table} r JOIN metric_dimensions d ON d.id = r.dims_id
+    FROM ${table} r ${join ? 'JOIN metric_dimensions d ON d.id = r.dims_id' : ''}
    WHERE r.project_id = ${p.add(q.projectId)} AND r.name IN (${q.metricIds.join(', ')}) AND ${orSql(seg)}
      ${filterSql(q, 'rollup', p).map((w) => `AND ${w}`).join(' ')}`;
 }
