@@ -52,13 +52,15 @@ export interface DimensionTuple {
 }
 
 /**
- * The dimension tuple of an event row for one cube: with scope ids (scoped cube) or with them
- * null (project-wide cube). The key is unambiguous because ids and names never contain control
- * characters and are never empty (see the step event contract); null is the empty string.
+ * The dimension tuple of an event row for one cube: every dimension (scoped cube), the
+ * low-cardinality ones (project cube), or the cost unit alone (unit cube); the others null. The
+ * key is unambiguous because ids and names never contain control characters and are never empty
+ * (see the step event contract); null is the empty string.
  */
-export function dimensionsOf(row: Record<string, unknown>, withScopes: boolean): DimensionTuple {
+export function dimensionsOf(row: Record<string, unknown>, cube: 'scope' | 'low' | 'unit'): DimensionTuple {
   const values = DIMENSION_TABLE_COLUMNS.map((col, i) => {
-    if (!withScopes && i >= LOW_COLUMNS.length) return null;
+    if (cube === 'low' && i >= LOW_COLUMNS.length) return null;
+    if (cube === 'unit' && col !== 'cost_unit') return null;
     const v = row[col];
     return v === null || v === undefined ? null : String(v);
   });

@@ -41,14 +41,16 @@ CREATE INDEX metric_dimensions_user_idx ON metric_dimensions (project_id, user_i
 CREATE INDEX metric_dimensions_organization_idx ON metric_dimensions (project_id, organization_id) WHERE organization_id IS NOT NULL;
 CREATE INDEX metric_dimensions_session_idx ON metric_dimensions (project_id, session_id) WHERE session_id IS NOT NULL;
 
--- The project-wide cube: low-cardinality dimensions only (entity, provider, model, cost unit,
--- environment, service), in minute, hour and day buckets (UTC). `name` is the metric's id in
+-- The project-wide cubes, in minute, hour and day buckets (UTC): granularity m/h/d over the
+-- low-cardinality dimensions (entity, provider, model, cost unit, environment, service), and
+-- mu/hu/du over the cost unit alone, for the common query with no dimension filter or group (a
+-- 30-day hourly series then reads 720 buckets × units instead of × every dimension combination). `name` is the metric's id in
 -- libs/metrics/src/metric-names.ts (never renumbered). `sum` is numeric so that sums do not depend
 -- on the order events were added in (a replay gives the same digits). `cost_unit` repeats the
 -- dimension's, so that a query that neither filters nor groups on dimensions needs no join.
 CREATE TABLE metric_rollups (
   project_id   text NOT NULL,
-  granularity  text NOT NULL CHECK (granularity IN ('m', 'h', 'd')),
+  granularity  text NOT NULL CHECK (granularity IN ('m', 'h', 'd', 'mu', 'hu', 'du')),
   name         smallint NOT NULL,
   bucket_start timestamptz(3) NOT NULL,
   dims_id      bigint NOT NULL,

@@ -11,7 +11,7 @@ const row = (over: Record<string, unknown>) => ({
 describe('foldRollups', () => {
   it('adds each record to the minute, hour and day cubes and to the hourly scoped cube', () => {
     const cells = foldRollups([row({}), row({ occurred_at: new Date('2026-03-04T10:59:59.999Z'), input_tokens: '10', duration_ms: 0.1, input_cost_micros: null, output_cost_micros: null, cost_unit: null })]);
-    const input = cells.filter((c) => c.name === 1);
+    const input = cells.filter((c) => c.name === 1 && !c.cube.endsWith('u'));
     // Same hour/day/scope bucket; two minutes; the second event has other dimensions (no cost unit).
     expect(input.map((c) => [c.cube, new Date(c.bucketStart).toISOString(), c.count, c.sum.toString(), c.costMicros, c.costCount]).sort()).toEqual([
       ['d', '2026-03-04T00:00:00.000Z', 1, '10', 0n, 0],
@@ -25,6 +25,9 @@ describe('foldRollups', () => {
     ]);
     expect(input.find((c) => c.cube === 'scope')!.dimsValues.slice(7, 9)).toEqual(['r1', 't1']);
     expect(input.find((c) => c.cube === 'h')!.dimsValues.slice(7, 9)).toEqual([null, null]);
+    // The cost-unit cube keeps only the unit: one cell per unit and bucket.
+    const unitDay = cells.filter((c) => c.name === 1 && c.cube === 'du');
+    expect(unitDay.map((c) => [c.dimsValues.filter((v) => v !== null), c.count, c.sum.toString()])).toEqual([[['USD'], 1, '1000'], [[], 1, '10']]);
   });
 
   it('sums durations exactly and skips events that are not step usage', () => {

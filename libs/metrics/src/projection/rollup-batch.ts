@@ -5,8 +5,11 @@ import { DecimalSum } from './decimal-sum';
 
 export interface RollupCell {
   projectId: string;
-  /** 'm' | 'h' | 'd' for the project-wide cube, 'scope' for the scoped (hourly) cube. */
-  cube: Granularity | 'scope';
+  /**
+   * 'm' | 'h' | 'd': the project cube over low-cardinality dimensions; 'mu' | 'hu' | 'du': the
+   * cost-unit-only cube; 'scope': the hourly cube with scope ids.
+   */
+  cube: Granularity | `${Granularity}u` | 'scope';
   name: number;
   bucketStart: number;
   dimsKey: string;
@@ -35,10 +38,12 @@ export function foldRollups(rows: readonly EventRow[]): RollupCell[] {
     if (records.length === 0) continue;
     const projectId = row.project_id as string;
     const at = (row.occurred_at as Date).getTime();
-    const low = dimensionsOf(row, false);
-    const scoped = dimensionsOf(row, true);
+    const low = dimensionsOf(row, 'low');
+    const unit = dimensionsOf(row, 'unit');
+    const scoped = dimensionsOf(row, 'scope');
     const targets: { cube: RollupCell['cube']; bucket: number; dims: { key: string; values: (string | null)[] } }[] = [
       ...PROJECT_CUBES.map((g) => ({ cube: g, bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g], dims: low })),
+      ...PROJECT_CUBES.map((g) => ({ cube: `${g}u` as const, bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g], dims: unit })),
       { cube: 'scope', bucket: Math.floor(at / GRANULARITY_MS.h) * GRANULARITY_MS.h, dims: scoped },
     ];
     for (const t of targets) {

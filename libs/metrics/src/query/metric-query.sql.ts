@@ -1,6 +1,6 @@
 import { METRIC_BY_ID, METRIC_EVENT_TYPE } from '../metric-names';
 import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
-import type { FieldRef, MetricQuery } from './metric-query';
+import type { Cube, FieldRef, MetricQuery } from './metric-query';
 import { coverRange, type Range, type RollupSegment } from './time-cover';
 
 /** Beyond this many unprojected events, a query reads everything from the log instead. */
@@ -56,7 +56,9 @@ function unpivot(metricIds: number[]): string {
 }
 
 /** SQL for a field's value as text, on a rollup row (r + dimensions d) or on a raw record (e + m). */
-function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params): string {
+function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params, joined = true): string {
+  // Rows of the project cubes carry their cost unit: no join needed for it.
+  if (side === 'rollup' && !joined && ref.column === 'cost_unit') return 'r.cost_unit';
   switch (ref.location) {
     case 'name':
       return side === 'rollup' ? 'r.name::text' : 'm.name_id::text';
@@ -71,8 +73,8 @@ function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params): string {
   }
 }
 
-function filterSql(q: MetricQuery, side: 'rollup' | 'raw', p: Params): string[] {
-  const where = q.equals.map((e) => `${fieldSql(e.ref, side, p)} = ${p.add(e.value)}::text`);
+function filterSql(q: MetricQuery, side: 'rollup' | 'raw', p: Params, joined = true): string[] {
+  const where = q.equals.map((e) => `${fieldSql(e.ref, side, p, joined)} = ${p.add(e.value)}::text`);
   if (side === 'raw') {
     if (q.traceIds) where.push(`e.trace_id IN (SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.traceIds))}::jsonb))`);
     if (q.tags) where.push(`e.tags @> ARRAY(SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.tags))}::jsonb))`);
@@ -87,25 +89,26 @@ function bucketSql(col: string, q: MetricQuery): string {
 }
 
 /** Columns every part yields, in order: [ts,] g0..gn, dv, cnt, sum, mn, mx, cost, cost_n, unit[, occ, pos, name_id]. */
-function rollupPart(q: MetricQuery, cube: 'project' | 'scope', segments: RollupSegment[], p: Params): string {
-  const table = cube === 'project' ? 'metric_rollups' : 'metric_scope_rollups';
+function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Params): string {
+  const table = cube === 'scope' ? 'metric_scope_rollups' : 'metric_rollups';
   const seg = segments.map((s) => {
-    const g = cube === 'project' ? `r.granularity = '${s.granularity}' AND ` : '';
+    const g = cube === 'scope' ? '' : `r.granularity = '${s.granularity}${cube === 'unit' ? 'u' : ''}' AND `;
     return `(${g}${rangeSql('r.bucket_start', s, p)})`;
   });
   // The project cube carries cost_unit itself: without dimension filters or groups, no join.
   const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
-  const join = cube === 'scope' || refs.some((r) => r.location === 'low' || r.location === 'scope');
+  const join = cube === 'scope' || refs.some((r) => (r.location === 'low' || r.location === 'scope') && r.column !== 'cost_unit');
   const cols = [
     ...(q.bucketMs ? [`${bucketSql('r.bucket_start', q)} AS ts`] : []),
-    ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p)} AS g${i}`),
-    `${q.distinct ? fieldSql(q.distinct, 'rollup', p) : 'NULL::text'} AS dv`,
+    ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p, join)} AS g${i}`),
+    `${q.distinct ? fieldSql(q.distinct, 'rollup', p, join) : 'NULL::text'} AS dv`,
     'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', `${join ? 'd' : 'r'}.cost_unit AS unit`,
   ];
+  const project = p.add(q.projectId);
   return `SELECT ${cols.join(', ')}
-    FROM ${table} r ${join ? 'JOIN metric_dimensions d ON d.id = r.dims_id' : ''}
-   WHERE r.project_id = ${p.add(q.projectId)} AND r.name IN (${q.metricIds.join(', ')}) AND ${orSql(seg)}
-     ${filterSql(q, 'rollup', p).map((w) => `AND ${w}`).join(' ')}`;
+    FROM ${table} r ${join ? `JOIN metric_dimensions d ON d.id = r.dims_id AND d.project_id = ${project}` : ''}
+   WHERE r.project_id = ${project} AND r.name IN (${q.metricIds.join(', ')}) AND ${orSql(seg)}
+     ${filterSql(q, 'rollup', p, join).map((w) => `AND ${w}`).join(' ')}`;
 }
 
 function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): string {
@@ -130,7 +133,7 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): st
  * read through the (tx, position) index — the way the projector reads — so it costs what the lag
  * is, not what the range is.
  */
-function statementSql(q: MetricQuery, plan: { cube: 'project' | 'scope'; levels: ReturnType<typeof coverRange> }, p: Params): string {
+function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typeof coverRange> }, p: Params): string {
   const parts: string[] = [];
   const { rollups, raw } = plan.levels;
   if (rollups.length) {
@@ -176,7 +179,7 @@ interface RawAgg {
  * where the query allows, the log elsewhere; exact either way. When the projection is more than
  * TAIL_LIMIT events behind, everything comes from the log.
  */
-export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan: { cube: 'project' | 'scope'; levels: ('d' | 'h' | 'm')[] }): Promise<QueryAnswer<AggregatedRow>> {
+export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan: { cube: Cube; levels: ('d' | 'h' | 'm')[] }): Promise<QueryAnswer<AggregatedRow>> {
   const run = async (levels: ('d' | 'h' | 'm')[]) => {
     const p = new Params();
     const sql = statementSql(q, { cube: rollupPlan.cube, levels: coverRange(q.range, levels) }, p);

@@ -84,12 +84,16 @@ export function buildQuery(
  * scoped cube when it involves scope ids; else the project cube's day/hour/minute levels. Series
  * buckets must be whole multiples of the level (all of Mastra's intervals are).
  */
-export function rollupLevels(q: MetricQuery): { cube: 'project' | 'scope'; levels: Granularity[] } {
+export type Cube = 'unit' | 'project' | 'scope';
+
+export function rollupLevels(q: MetricQuery): { cube: Cube; levels: Granularity[] } {
   const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
   const rawOnly = q.last || q.traceIds !== undefined || q.tags !== undefined || q.labels !== undefined || refs.some((r) => r.location === 'raw' || r.location === 'label');
   if (rawOnly) return { cube: 'project', levels: [] };
   const scoped = refs.some((r) => r.location === 'scope');
+  // Only the metric name and the cost unit: the small cost-unit cube answers.
+  const unitOnly = refs.every((r) => r.location === 'name' || r.location === 'none' || r.column === 'cost_unit');
   const levels: Granularity[] = scoped ? ['h'] : ['d', 'h', 'm'];
   const fits = (g: Granularity) => q.bucketMs === undefined || (q.bucketMs >= GRANULARITY_MS[g] && q.bucketMs % GRANULARITY_MS[g] === 0);
-  return { cube: scoped ? 'scope' : 'project', levels: levels.filter(fits) };
+  return { cube: scoped ? 'scope' : unitOnly ? 'unit' : 'project', levels: levels.filter(fits) };
 }
