@@ -258,4 +258,9 @@ describe('Mastra-compatible metric queries', () => {
     expect((await post(ingestOnly, 'aggregate', { name: TOTALS, aggregation: 'sum' })).status).toBe(403);
     expect((await call(svc.url, 'POST', '/api/observability/metrics/aggregate', { body: { name: TOTALS, aggregation: 'sum' } })).status).toBe(401);
   });
+
+  it('documents the routes in the OpenAPI document', async () => {
+    const doc = await call(svc.url, 'GET', '/docs/json');
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/api/observability/metrics/aggregate', '/api/observability/discovery/metric-label-values']));
+  });
 });
