@@ -8,7 +8,8 @@ const service = {
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {
-    '^@tollgate/(contracts|database|ledger|platform|exporters|observability)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@tollgate/(contracts|database|ledger|platform|exporters|observability|metrics)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@tollgate/observability/metrics$': '<rootDir>/libs/observability/src/metrics.ts',
     '^@tollgate/sdk(/mastra)?$': '<rootDir>/libs/sdk/src$1/index.ts',
   },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],

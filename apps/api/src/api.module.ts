@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { ExportersHttpModule } from '@tollgate/exporters';
 import { LedgerHttpModule } from '@tollgate/ledger';
 import { ObservabilityHttpModule } from '@tollgate/observability';
+import { MetricsHttpModule } from '@tollgate/metrics';
 import { HealthController } from '@tollgate/platform';
 import { DocsController } from './docs.controller';
 
 /** Everything the HTTP API serves (the platform module is added by the entrypoint). */
 @Module({
-  imports: [LedgerHttpModule, ExportersHttpModule, ObservabilityHttpModule],
+  imports: [LedgerHttpModule, ExportersHttpModule, ObservabilityHttpModule, MetricsHttpModule],
   controllers: [HealthController, DocsController],
 })
 export class ApiFeaturesModule {}

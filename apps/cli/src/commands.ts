@@ -1,6 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { PrismaService } from '@tollgate/database';
 import { ProjectsService } from '@tollgate/ledger';
+import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/metrics';
 import { KEY_SCOPES, type KeyScope } from '@tollgate/platform';
+import { ProgressBar } from './progress';
 
 export interface CliCommand {
   /** e.g. `keys create` */
@@ -61,6 +64,46 @@ export const COMMANDS: CliCommand[] = [
     async run(ctx, v) {
       if (!v.project) throw new Error('--project is required');
       print(await ctx.get(ProjectsService).listKeys(String(v.project)));
+    },
+  },
+  {
+    name: 'replay',
+    usage: `replay ${ROLLUP_PROJECTION} [--batch-size <n>]   (rebuild a projection from position 0; ingest may go on)`,
+    options: { 'batch-size': { type: 'string' } },
+    async run(ctx, v, positionals) {
+      if (positionals[0] !== ROLLUP_PROJECTION) throw new Error(`replay needs a projection name: ${ROLLUP_PROJECTION}`);
+      const batchSize = Number(v['batch-size'] ?? 5000);
+      if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('--batch-size must be a positive integer');
+      const prisma = ctx.get(PrismaService);
+      const projector = new MetricsProjector(prisma);
+      // Progress counts what any worker projected since the reset (workers may take batches too);
+      // the total is re-read now and then, since ingest goes on.
+      const progressOf = async () => {
+        const [row] = await prisma.$queryRawUnsafe<{ done: number; total: number }[]>(
+          `SELECT (SELECT events_projected FROM projection_checkpoints WHERE name = $1)::float8 AS done, (SELECT count(*) FROM events)::float8 AS total`,
+          ROLLUP_PROJECTION,
+        );
+        return row;
+      };
+      const bar = new ProgressBar(`replay ${ROLLUP_PROJECTION}`);
+      let total = (await progressOf()).total;
+      let done = 0;
+      let lastTotal = Date.now();
+      bar.update(0, total);
+      const result = await projector.replay({
+        batchSize,
+        onBatch: (n) => {
+          done += n;
+          if (Date.now() - lastTotal > 5000) {
+            lastTotal = Date.now();
+            void progressOf().then((p) => (total = Math.max(p.total, total)));
+          }
+          bar.update(done, Math.max(total, done));
+        },
+      });
+      const final = await progressOf();
+      bar.update(final.done, Math.max(final.total, final.done), true);
+      print({ projection: ROLLUP_PROJECTION, eventsRead: result.events, batches: result.batches, eventsProjectedSinceReset: final.done });
     },
   },
 ];

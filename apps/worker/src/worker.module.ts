@@ -5,10 +5,11 @@ import { JobHandlers } from '@tollgate/platform';
 import { GuardProcessor } from './guard/guard.processor';
 import { ExportsProcessor } from './exporters/exports.processor';
 import { MaintenanceProcessor } from './maintenance/maintenance.processor';
+import { ProjectorModule } from './projector/projector.processor';
 
 /** The BullMQ processors (the platform module is added by the entrypoint). */
 @Module({
-  imports: [LedgerModule, ExportersModule],
+  imports: [LedgerModule, ExportersModule, ProjectorModule],
   providers: [MaintenanceProcessor, GuardProcessor, ExportsProcessor],
 })
 export class WorkerFeaturesModule implements OnApplicationBootstrap {

@@ -28,6 +28,8 @@ export interface LoggedEvent {
  * 10 after position 11 was read. Ordering by (tx, position) and reading only transactions older
  * than the oldest one still running (pg_snapshot_xmin) guarantees that nothing that commits later
  * can sort before what was already returned — so a checkpoint never skips an event.
+ * The ORDER BY names the table's columns: a bare `tx` would be the `tx::text` output column, which
+ * sorts '10' before '9' (a skipped event) and cannot use the (tx, position) index (a full sort).
  */
 export async function readEventsAfter(
   prisma: PrismaService,
@@ -40,7 +42,7 @@ export async function readEventsAfter(
       WHERE (tx, position) > ($1::xid8, $2::bigint)
         AND tx < pg_snapshot_xmin(pg_current_snapshot())
         ${projectId ? 'AND project_id = $4' : ''}
-      ORDER BY tx, position
+      ORDER BY events.tx, events.position
       LIMIT $3`,
     ...[after.tx, after.position, limit, ...(projectId ? [projectId] : [])],
   );

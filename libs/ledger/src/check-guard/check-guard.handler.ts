@@ -2,7 +2,8 @@ import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
-import { guardDecisions, guardLatency } from '@tollgate/observability';
+// The metric objects only: the observability module itself listens to the ledger's events.
+import { guardDecisions, guardLatency } from '@tollgate/observability/metrics';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';

@@ -34,6 +34,10 @@ export const QUEUES = {
       priorAttempts: z.number().int().min(0).default(0),
     }),
   },
+  projections: {
+    /** Brings the metric rollups up to the log (woken by ingest, and on a schedule). */
+    'rollups.catch-up': z.object({}),
+  },
 } as const satisfies Record<string, Record<string, z.ZodType>>;
 
 export type QueueName = keyof typeof QUEUES;

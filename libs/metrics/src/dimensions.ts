@@ -1,0 +1,68 @@
+/**
+ * The dimensions of a metric record and where each lives. Low-cardinality dimensions are in both
+ * rollup cubes; scope ids only in the scoped (hourly) cube; trace/run/span ids and labels only in
+ * the raw log (a rollup keyed by them would be as large as the log itself).
+ */
+export const LOW_DIMENSIONS = {
+  entityType: 'entity_type',
+  entityName: 'entity_name',
+  provider: 'provider',
+  model: 'model',
+  costUnit: 'cost_unit',
+  environment: 'environment',
+  serviceName: 'service_name',
+} as const;
+
+export const SCOPE_DIMENSIONS = {
+  resourceId: 'resource_id',
+  threadId: 'thread_id',
+  userId: 'user_id',
+  organizationId: 'organization_id',
+  sessionId: 'session_id',
+} as const;
+
+export const RAW_DIMENSIONS = {
+  traceId: 'trace_id',
+  runId: 'run_id',
+  spanId: 'span_id',
+} as const;
+
+export const DIMENSION_COLUMNS: Record<string, string> = { ...LOW_DIMENSIONS, ...SCOPE_DIMENSIONS, ...RAW_DIMENSIONS };
+
+export type DimensionLocation = 'low' | 'scope' | 'raw';
+
+export function locationOf(field: string): DimensionLocation | 'name' | 'label' {
+  if (field === 'name') return 'name';
+  if (field in LOW_DIMENSIONS) return 'low';
+  if (field in SCOPE_DIMENSIONS) return 'scope';
+  if (field in RAW_DIMENSIONS) return 'raw';
+  return 'label';
+}
+
+export const LOW_COLUMNS = Object.values(LOW_DIMENSIONS);
+export const SCOPE_COLUMNS = Object.values(SCOPE_DIMENSIONS);
+/** Column order of metric_dimensions (and of its key). */
+export const DIMENSION_TABLE_COLUMNS = [...LOW_COLUMNS, ...SCOPE_COLUMNS];
+
+const SEPARATOR = '\u001f';
+
+export interface DimensionTuple {
+  key: string;
+  values: (string | null)[];
+}
+
+/**
+ * The dimension tuple of an event row for one cube: every dimension (scoped cube), the
+ * low-cardinality ones (project cube), or the cost unit alone (unit cube); the others null. The
+ * key is unambiguous because ids and names never contain control characters and are never empty
+ * (see the step event contract); null is the empty string.
+ */
+export function dimensionsOf(row: Record<string, unknown>, cube: 'scope' | 'low' | 'unit'): DimensionTuple {
+  const values = DIMENSION_TABLE_COLUMNS.map((col, i) => {
+    if (cube === 'low' && i >= LOW_COLUMNS.length) return null;
+    if (cube === 'unit' && col !== 'cost_unit') return null;
+    const v = row[col];
+    return v === null || v === undefined ? null : String(v);
+  });
+  return { key: values.map((v) => v ?? '').join(SEPARATOR), values };
+}

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { ObservabilityController } from './http/observability.controller';
+import { MetricsProjector } from './projection/metrics-projector';
+import { WakeProjectorOnIngest } from './projection/wake-projector';
+import { MetricQueries } from './query/metric-queries';
+
+/** The metrics domain: the rollup projection and the queries over it (API, worker and CLI). */
+@Module({
+  providers: [MetricsProjector, MetricQueries],
+  exports: [MetricsProjector, MetricQueries],
+})
+export class MetricsModule {}
+
+/** Mastra's observability routes, and the wake-up of the projector after ingest (API app). */
+@Module({
+  imports: [MetricsModule],
+  controllers: [ObservabilityController],
+  providers: [WakeProjectorOnIngest],
+})
+export class MetricsHttpModule {}

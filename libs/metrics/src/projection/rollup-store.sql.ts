@@ -1,0 +1,115 @@
+import { DIMENSION_TABLE_COLUMNS } from '../dimensions';
+import type { RollupCell } from './rollup-batch';
+
+/** What runs SQL: the PrismaService or an interactive transaction of it. */
+export interface SqlClient {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
+  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+}
+
+export const ROLLUP_PROJECTION = 'metric_rollups';
+
+export interface StoredCheckpoint {
+  tx: string;
+  position: bigint;
+}
+
+/**
+ * Locks the projection's checkpoint row for this transaction and returns it. The row lock is the
+ * projection's mutex: with `skipLocked`, a second worker gets null and leaves the batch to the
+ * one that holds it (so two worker processes never project the same events).
+ */
+export async function lockCheckpoint(db: SqlClient, name: string, skipLocked: boolean): Promise<StoredCheckpoint | null> {
+  const rows = await db.$queryRawUnsafe<{ tx: string; position: string }[]>(
+    `SELECT tx::text AS tx, position::text AS position FROM projection_checkpoints WHERE name = $1 FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+    name,
+  );
+  return rows[0] ? { tx: rows[0].tx, position: BigInt(rows[0].position) } : null;
+}
+
+export async function saveCheckpoint(db: SqlClient, name: string, cp: StoredCheckpoint, eventsRead: number): Promise<void> {
+  await db.$executeRawUnsafe(
+    `UPDATE projection_checkpoints SET tx = $2::xid8, position = $3::bigint, events_projected = events_projected + $4, updated_at = now() WHERE name = $1`,
+    name,
+    cp.tx,
+    cp.position.toString(),
+    eventsRead,
+  );
+}
+
+/**
+ * The ids of dimension tuples, inserting the missing ones. One statement: the insert's RETURNING
+ * gives the new ids, the join gives the ones that existed.
+ */
+export async function resolveDimensionIds(db: SqlClient, tuples: { projectId: string; key: string; values: (string | null)[] }[]): Promise<Map<string, bigint>> {
+  if (tuples.length === 0) return new Map();
+  const cols = DIMENSION_TABLE_COLUMNS;
+  const input = tuples.map((t) => ({ project_id: t.projectId, key: t.key, ...Object.fromEntries(cols.map((c, i) => [c, t.values[i]])) }));
+  const rows = await db.$queryRawUnsafe<{ id: string; project_id: string; key: string }[]>(
+    `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, key text, ${cols.map((c) => `${c} text`).join(', ')})),
+     ins AS (
+       INSERT INTO metric_dimensions (project_id, key, ${cols.join(', ')})
+       SELECT project_id, key, ${cols.join(', ')} FROM input
+       ON CONFLICT (project_id, key) DO NOTHING
+       RETURNING id, project_id, key
+     )
+     SELECT id::text AS id, project_id, key FROM ins
+     UNION ALL
+     SELECT d.id::text, d.project_id, d.key FROM metric_dimensions d JOIN input i ON d.project_id = i.project_id AND d.key = i.key`,
+    JSON.stringify(input),
+  );
+  return new Map(rows.map((r) => [`${r.project_id}\u001e${r.key}`, BigInt(r.id)]));
+}
+
+const COST_UNIT_INDEX = DIMENSION_TABLE_COLUMNS.indexOf('cost_unit');
+
+const toRecord = (c: RollupCell, dimsId: bigint) => ({
+  project_id: c.projectId,
+  granularity: c.cube === 'scope' ? null : c.cube,
+  name: c.name,
+  bucket_start: new Date(c.bucketStart).toISOString(),
+  dims_id: dimsId.toString(),
+  cost_unit: c.dimsValues[COST_UNIT_INDEX],
+  count: c.count,
+  sum: c.sum.toString(),
+  min: c.min,
+  max: c.max,
+  cost_micros: c.costMicros.toString(),
+  cost_count: c.costCount,
+});
+
+const MEASURES = 'count bigint, sum numeric, min float8, max float8, cost_micros bigint, cost_count bigint';
+const MERGE = (t: string) => `count = ${t}.count + excluded.count, sum = ${t}.sum + excluded.sum, min = least(${t}.min, excluded.min),
+  max = greatest(${t}.max, excluded.max), cost_micros = ${t}.cost_micros + excluded.cost_micros, cost_count = ${t}.cost_count + excluded.cost_count`;
+
+/** Adds cells to the project-wide cube (one upsert; cells are unique by key within a batch). */
+export async function upsertProjectRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
+  if (cells.length === 0) return;
+  await db.$executeRawUnsafe(
+    `INSERT INTO metric_rollups (project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count)
+     SELECT project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count
+       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint, cost_unit text, ${MEASURES})
+      ORDER BY project_id, granularity, name, bucket_start, dims_id
+     ON CONFLICT (project_id, granularity, name, bucket_start, dims_id) DO UPDATE SET ${MERGE('metric_rollups')}`,
+    JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),
+  );
+}
+
+/** Adds cells to the scoped (hourly) cube. */
+export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
+  if (cells.length === 0) return;
+  await db.$executeRawUnsafe(
+    `INSERT INTO metric_scope_rollups (project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count)
+     SELECT project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count
+       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, dims_id bigint, name smallint, bucket_start timestamptz, ${MEASURES})
+      ORDER BY project_id, dims_id, name, bucket_start
+     ON CONFLICT (project_id, dims_id, name, bucket_start) DO UPDATE SET ${MERGE('metric_scope_rollups')}`,
+    JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),
+  );
+}
+
+/** Empties the rollups and rewinds the checkpoint, in the caller's transaction (replay). */
+export async function resetRollups(db: SqlClient, name: string): Promise<void> {
+  await db.$executeRawUnsafe('TRUNCATE metric_rollups, metric_scope_rollups');
+  await db.$executeRawUnsafe(`UPDATE projection_checkpoints SET tx = '0'::xid8, position = 0, events_projected = 0, updated_at = now() WHERE name = $1`, name);
+}

@@ -1,0 +1,242 @@
+import { METRIC_BY_ID, METRIC_EVENT_TYPE } from '../metric-names';
+import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
+import type { Cube, FieldRef, MetricQuery } from './metric-query';
+import { coverRange, type Range, type RollupSegment } from './time-cover';
+
+/** Beyond this many unprojected events, a query reads everything from the log instead. */
+export const TAIL_LIMIT = 10_000;
+
+/** One group of the answer: the measures of every matching record of the group. */
+export interface AggregatedRow {
+  /** Bucket start in epoch ms (series only). */
+  ts?: number;
+  /** Group values in the order of `query.groups` (metric names for the `name` field). */
+  groups: (string | null)[];
+  count: number;
+  sum: number | null;
+  min: number | null;
+  max: number | null;
+  distinct: number;
+  last: number | null;
+  costMicros: number | null;
+  costUnits: string[];
+}
+
+export interface QueryAnswer<T> {
+  rows: T[];
+  lag: { events: number; ms: number };
+}
+
+class Params {
+  readonly values: unknown[] = [];
+  add(v: unknown): string {
+    this.values.push(v);
+    return `$${this.values.length}`;
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function rangeSql(col: string, r: Range, p: Params): string {
+  const parts: string[] = [];
+  if (r.from !== null) parts.push(`${col} >= ${p.add(iso(r.from))}::timestamptz`);
+  if (r.to !== null) parts.push(`${col} < ${p.add(iso(r.to))}::timestamptz`);
+  return parts.length ? `(${parts.join(' AND ')})` : 'TRUE';
+}
+
+const orSql = (parts: string[]) => (parts.length ? `(${parts.join(' OR ')})` : 'FALSE');
+
+/** The metric records of events aliased `e`: one row per produced metric, as `m(name_id, value, cost, always)`. */
+function unpivot(metricIds: number[]): string {
+  const rows = metricIds.map((id) => {
+    const m = METRIC_BY_ID.get(id)!;
+    return `(${id}, ${m.sql}, ${m.cost ? `e.${m.cost}` : 'NULL::bigint'}, ${m.always})`;
+  });
+  return `CROSS JOIN LATERAL (VALUES ${rows.join(', ')}) AS m(name_id, value, cost, always)`;
+}
+
+/** SQL for a field's value as text, on a rollup row (r + dimensions d) or on a raw record (e + m). */
+function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params, joined = true): string {
+  // Rows of the project cubes carry their cost unit: no join needed for it.
+  if (side === 'rollup' && !joined && ref.column === 'cost_unit') return 'r.cost_unit';
+  switch (ref.location) {
+    case 'name':
+      return side === 'rollup' ? 'r.name::text' : 'm.name_id::text';
+    case 'low':
+    case 'scope':
+    case 'raw':
+      return `${side === 'rollup' ? 'd' : 'e'}.${ref.column}`;
+    case 'label':
+      return `e.labels ->> ${p.add(ref.field)}::text`;
+    case 'none':
+      return 'NULL::text';
+  }
+}
+
+function filterSql(q: MetricQuery, side: 'rollup' | 'raw', p: Params, joined = true): string[] {
+  const where = q.equals.map((e) => `${fieldSql(e.ref, side, p, joined)} = ${p.add(e.value)}::text`);
+  if (side === 'raw') {
+    if (q.traceIds) where.push(`e.trace_id IN (SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.traceIds))}::jsonb))`);
+    if (q.tags) where.push(`e.tags @> ARRAY(SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.tags))}::jsonb))`);
+    if (q.labels) where.push(`e.labels @> ${p.add(JSON.stringify(q.labels))}::jsonb`);
+  }
+  if (q.matchesNothing) where.push('FALSE');
+  return where;
+}
+
+function bucketSql(col: string, q: MetricQuery): string {
+  return `(floor(extract(epoch FROM ${col}) * 1000 / ${q.bucketMs}) * ${q.bucketMs})::float8`;
+}
+
+/** Columns every part yields, in order: [ts,] g0..gn, dv, cnt, sum, mn, mx, cost, cost_n, unit[, occ, pos, name_id]. */
+function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Params): string {
+  const table = cube === 'scope' ? 'metric_scope_rollups' : 'metric_rollups';
+  const seg = segments.map((s) => {
+    const g = cube === 'scope' ? '' : `r.granularity = '${s.granularity}${cube === 'unit' ? 'u' : ''}' AND `;
+    return `(${g}${rangeSql('r.bucket_start', s, p)})`;
+  });
+  // The project cube carries cost_unit itself: without dimension filters or groups, no join.
+  const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
+  const join = cube === 'scope' || refs.some((r) => (r.location === 'low' || r.location === 'scope') && r.column !== 'cost_unit');
+  const cols = [
+    ...(q.bucketMs ? [`${bucketSql('r.bucket_start', q)} AS ts`] : []),
+    ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p, join)} AS g${i}`),
+    `${q.distinct ? fieldSql(q.distinct, 'rollup', p, join) : 'NULL::text'} AS dv`,
+    'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', `${join ? 'd' : 'r'}.cost_unit AS unit`,
+  ];
+  const project = p.add(q.projectId);
+  return `SELECT ${cols.join(', ')}
+    FROM ${table} r ${join ? `JOIN metric_dimensions d ON d.id = r.dims_id AND d.project_id = ${project}` : ''}
+   WHERE r.project_id = ${project} AND r.name IN (${q.metricIds.join(', ')}) AND ${orSql(seg)}
+     ${filterSql(q, 'rollup', p, join).map((w) => `AND ${w}`).join(' ')}`;
+}
+
+function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): string {
+  const cols = [
+    ...(q.bucketMs ? [`${bucketSql('e.occurred_at', q)} AS ts`] : []),
+    ...q.groups.map((g, i) => `${fieldSql(g, 'raw', p)} AS g${i}`),
+    `${q.distinct ? fieldSql(q.distinct, 'raw', p) : 'NULL::text'} AS dv`,
+    '1::bigint AS cnt', 'm.value AS sum', 'm.value::float8 AS mn', 'm.value::float8 AS mx',
+    'COALESCE(m.cost, 0) AS cost', '(m.cost IS NOT NULL)::int::bigint AS cost_n', 'e.cost_unit AS unit',
+    ...(q.last ? ['e.occurred_at AS occ', 'e.position AS pos', 'm.name_id AS name_id'] : []),
+  ];
+  return `SELECT ${cols.join(', ')}
+    FROM ${source} e ${unpivot(q.metricIds)}
+   WHERE e.project_id = ${p.add(q.projectId)} AND e.type = '${METRIC_EVENT_TYPE}'
+     AND m.value IS NOT NULL AND (m.always OR m.value > 0) AND ${timeSql}
+     ${filterSql(q, 'raw', p).map((w) => `AND ${w}`).join(' ')}`;
+}
+
+/**
+ * One statement, so one snapshot: the checkpoint, the rollups (which hold exactly the events up
+ * to it), the unprojected tail of the log inside the bucket ranges, and the raw edges. The tail is
+ * read through the (tx, position) index — the way the projector reads — so it costs what the lag
+ * is, not what the range is.
+ */
+function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typeof coverRange> }, p: Params): string {
+  const parts: string[] = [];
+  const { rollups, raw } = plan.levels;
+  if (rollups.length) {
+    parts.push(rollupPart(q, plan.cube, rollups, p));
+    parts.push(rawPart(q, 'tail', orSql(rollups.map((s) => rangeSql('e.occurred_at', s, p))), p));
+  }
+  if (raw.length) parts.push(rawPart(q, 'events', orSql(raw.map((r) => rangeSql('e.occurred_at', r, p))), p));
+  if (!parts.length) parts.push(rawPart(q, 'events', 'FALSE', p));
+
+  const keys = [...(q.bucketMs ? ['ts'] : []), ...q.groups.map((_, i) => `g${i}`)];
+  const measures = [
+    'sum(cnt)::float8 AS cnt', 'sum(sum)::float8 AS sum', 'min(mn) AS mn', 'max(mx) AS mx', 'count(DISTINCT dv)::int AS distinct_n',
+    'sum(cost) FILTER (WHERE cost_n > 0)::float8 AS cost',
+    'array_remove(array_agg(DISTINCT unit) FILTER (WHERE cost_n > 0), NULL) AS units',
+    ...(q.last ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC))[1]::float8 AS last'] : []),
+  ];
+  return `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
+  tail AS MATERIALIZED (
+    SELECT * FROM events WHERE (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
+     ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
+  ),
+  lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
+  parts AS (${parts.join('\n UNION ALL \n')}),
+  agg AS (SELECT ${[...keys, ...measures].join(', ')} FROM parts ${keys.length ? `GROUP BY ${keys.join(', ')}` : ''})
+  SELECT (SELECT COALESCE(json_agg(agg), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
+}
+
+interface RawAgg {
+  ts?: number;
+  cnt: number | null;
+  sum: number | null;
+  mn: number | null;
+  mx: number | null;
+  distinct_n: number;
+  cost: number | null;
+  units: string[] | null;
+  last?: number | null;
+  [g: `g${number}`]: string | null;
+}
+
+/**
+ * Aggregates the matching metric records per group (and per bucket for series). Reads rollups
+ * where the query allows, the log elsewhere; exact either way. When the projection is more than
+ * TAIL_LIMIT events behind, everything comes from the log.
+ */
+export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan: { cube: Cube; levels: ('d' | 'h' | 'm')[] }): Promise<QueryAnswer<AggregatedRow>> {
+  const run = async (levels: ('d' | 'h' | 'm')[]) => {
+    const p = new Params();
+    const sql = statementSql(q, { cube: rollupPlan.cube, levels: coverRange(q.range, levels) }, p);
+    const [row] = await db.$queryRawUnsafe<{ rows: RawAgg[]; lag_events: number; lag_ms: number }[]>(sql, ...p.values);
+    return row;
+  };
+  let result = await run(rollupPlan.levels);
+  let lagEvents = result.lag_events;
+  if (lagEvents > TAIL_LIMIT) {
+    result = await run([]);
+    lagEvents = await countUnprojected(db);
+  }
+  const rows = result.rows
+    .filter((r) => (r.cnt ?? 0) > 0 || q.groups.length === 0)
+    .map((r) => ({
+      ts: r.ts,
+      groups: q.groups.map((g, i) => {
+        const v = r[`g${i}`];
+        return g.location === 'name' && v !== null ? METRIC_BY_ID.get(Number(v))!.name : v;
+      }),
+      count: r.cnt ?? 0,
+      sum: r.sum,
+      min: r.mn,
+      max: r.mx,
+      distinct: r.distinct_n ?? 0,
+      last: r.last ?? null,
+      costMicros: r.cost,
+      costUnits: r.units ?? [],
+    }));
+  return { rows, lag: { events: lagEvents, ms: Math.max(0, Math.round(result.lag_ms)) } };
+}
+
+async function countUnprojected(db: SqlClient): Promise<number> {
+  const [row] = await db.$queryRawUnsafe<{ n: number }[]>(
+    `SELECT count(*)::int AS n FROM events, projection_checkpoints cp WHERE cp.name = '${ROLLUP_PROJECTION}' AND (events.tx, events.position) > (cp.tx, cp.position)`,
+  );
+  return row.n;
+}
+
+/** Percentile values per bucket (from the log: rollups cannot hold distributions). */
+export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: number[]): Promise<QueryAnswer<{ ts: number; values: number[] }>> {
+  const p = new Params();
+  const part = rawPart({ ...q, groups: [], distinct: undefined, last: false }, 'events', rangeSql('e.occurred_at', q.range, p), p);
+  const picks = percentiles.map((pc, i) => `(array_agg(sum ORDER BY sum))[least(floor(${p.add(pc)}::float8 * count(*))::int, count(*)::int - 1) + 1]::float8 AS p${i}`);
+  const sql = `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
+  tail AS MATERIALIZED (
+    SELECT recorded_at FROM events WHERE (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
+     ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
+  ),
+  lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
+  parts AS (${part}),
+  agg AS (SELECT ts, ${picks.join(', ')} FROM parts GROUP BY ts)
+  SELECT (SELECT COALESCE(json_agg(agg ORDER BY ts), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
+  const [row] = await db.$queryRawUnsafe<{ rows: Record<string, number>[]; lag_events: number; lag_ms: number }[]>(sql, ...p.values);
+  const lagEvents = row.lag_events > TAIL_LIMIT ? await countUnprojected(db) : row.lag_events;
+  return {
+    rows: row.rows.map((r) => ({ ts: r.ts, values: percentiles.map((_, i) => r[`p${i}`]) })),
+    lag: { events: lagEvents, ms: Math.max(0, Math.round(row.lag_ms)) },
+  };
+}
