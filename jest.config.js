@@ -19,5 +19,6 @@ const service = {
 module.exports = {
   // The test database is created once per run, before any project starts.
   globalSetup: '<rootDir>/test/support/global-setup.ts',
-  projects: [service, '<rootDir>/libs/processors/jest.config.js'],
+  // The processors' own globalSetup is for running them alone; here the one above has run.
+  projects: [service, { ...require('./libs/processors/jest.config.js'), globalSetup: undefined }],
 };

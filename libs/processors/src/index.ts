@@ -50,6 +50,7 @@ export type {
   GuardCheckRequest,
   GuardCheckResponse,
   GuardContext,
+  GuardEstimate,
   GuardFinding,
   GuardLimit,
   GuardScope,
@@ -57,4 +58,5 @@ export type {
   GuardWindow,
   StepUsageEvent,
 } from './tollgate/guard-client';
+export { usageKey } from './tollgate/guard-client';
 export type * from './mastra-shapes';

@@ -9,9 +9,12 @@ import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } fro
 
 const enc = getEncoding('o200k_base');
 const exact = (s: string) => enc.encode(s, [], []).length;
-// $2 per million input tokens, $10 per million output tokens.
-const PRICES = { 'openai/gpt-4o': { input: 0.000002, output: 0.00001 } };
-const cost = (input: number, output: number) => input * 0.000002 + output * 0.00001;
+// $2 per million input tokens, $10 per million output tokens: tokens × rate = micro-units.
+const PRICES = { 'openai/gpt-4o': { inputPerMillion: 2, outputPerMillion: 10 } };
+const micros = (input: number, output: number) => input * 2 + output * 10;
+const cost = (input: number, output: number) => micros(input, output) / 1e6;
+/** `usd` dollars already spent plus a step, as Tollgate sums them: in whole micro-units. */
+const plus = (usd: number, input: number, output: number) => (Math.round(usd * 1e6) + micros(input, output)) / 1e6;
 
 const SYSTEM = 'You are a careful assistant.';
 const QUESTION = 'What does the invoice say?';
@@ -67,7 +70,7 @@ describe('CostGuardProcessor', () => {
         failMode: 'open',
       },
     ]);
-    expect([...tollgate.reservations.values()].map((r) => r.estimatedCost)).toEqual([cost(promptTokens, 500)]);
+    expect(tollgate.open.map((r) => r.costMicros)).toEqual([micros(promptTokens, 500)]);
   });
 
   it('caps the estimate with the configured default when the step sets no maxOutputTokens', async () => {
@@ -90,7 +93,7 @@ describe('CostGuardProcessor', () => {
     const id = idKey === 'traceId' ? 'trace-1' : scopeKey!.split(':')[1]!;
     tollgate.seed({ [idKey]: id }, 'openai', 'gpt-4o', 400_000, 20_000); // $1.00
     const error = await caught(() => guard(tollgate, { scope }).processInputStep(stepArgs(args)));
-    const usage = 1 + cost(promptTokens, 500);
+    const usage = plus(1, promptTokens, 500);
     expect(error.message).toBe(`Cost guard: cost limit exceeded (${Number(usage.toFixed(6))}/1)`);
     expect(error.options).toEqual({
       retry: false,
@@ -143,7 +146,7 @@ describe('CostGuardProcessor', () => {
     const state = {};
     await g.processInputStep(stepArgs({ state }));
     await g.processInputStep(stepArgs({ state, stepNumber: 1 }));
-    const usage = 1.2 + cost(promptTokens, 500);
+    const usage = plus(1.2, promptTokens, 500);
     const message = `Cost guard: cost limit exceeded (${Number(usage.toFixed(6))}/1)`;
     expect(log.warn).toHaveBeenCalledWith(message);
     expect(violations).toEqual([
@@ -174,11 +177,11 @@ describe('CostGuardProcessor', () => {
   });
 
   it('fills every {usage} and {limit} placeholder of a custom message', async () => {
-    const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { input: 0.000001, output: 0 } });
+    const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 1, outputPerMillion: 0 } });
     tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', 2_500_000, 0); // $2.50
     const g = guard(tollgate, { maxCost: 2, message: 'Spent {usage} of {limit} USD ({usage} > {limit})', defaultMaxOutputTokens: 0 });
     const error = await caught(() => g.processInputStep(stepArgs({ modelSettings: {} })));
-    const usage = Number((2.5 + promptTokens * 0.000001).toFixed(6));
+    const usage = Number(((2_500_000 + promptTokens) / 1e6).toFixed(6));
     expect(error.message).toBe(`Spent ${usage} of 2 USD (${usage} > 2)`);
   });
 
@@ -192,7 +195,7 @@ describe('CostGuardProcessor', () => {
     const state = {};
     await g.processInputStep(stepArgs({ state }));
     await g.processInputStep(stepArgs({ state, stepNumber: 1 }));
-    const usage = 0.8 + cost(promptTokens, 500);
+    const usage = plus(0.8, promptTokens, 500);
     expect(tollgate.checks[0]!.limits![0]!.warnAtPercent).toBe(80);
     expect(violations).toHaveLength(1);
     expect(violations[0]!.detail).toMatchObject({ threshold: 'soft', usage: expect.closeTo(usage, 12), limit: 1, scopeKey: 'resource:r1' });
@@ -234,7 +237,7 @@ describe('CostGuardProcessor', () => {
     await g.processInputStep(stepArgs({ state, runId: 'run-1' }));
     const [reservationId] = tollgate.reservations.keys();
     await g.processLLMResponse({ chunks: finish(120, 30), stepNumber: 0, state });
-    expect(tollgate.reservations.size).toBe(0);
+    expect(tollgate.open).toHaveLength(0);
     expect(tollgate.recorded.map((r) => r.event)).toEqual([
       {
         eventId: expect.stringMatching(/:0$/),
@@ -261,7 +264,7 @@ describe('CostGuardProcessor', () => {
     await g.processInputStep(stepArgs({ state }));
     await g.processInputStep(stepArgs({ state, stepNumber: 1, steps: [{ usage: { inputTokens: 100, outputTokens: 10 } }] }));
     expect(tollgate.recorded.map((r) => [r.event.stepIndex, r.event.usage])).toEqual([[0, { inputTokens: 100, outputTokens: 10 }]]);
-    expect(tollgate.reservations.size).toBe(1); // step 1's, until it is recorded
+    expect(tollgate.open).toHaveLength(1); // step 1's, until it is recorded
   });
 
   /** One simulated agent run on a shared budget: steps until the guard blocks or the run ends. */
@@ -290,7 +293,7 @@ describe('CostGuardProcessor', () => {
     const spent = tollgate.spent('resource', 'shared');
     expect(spent).toBeLessThanOrEqual(maxCost);
     expect(steps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10); // the budget was used, not refused
-    expect(tollgate.reservations.size).toBe(0);
+    expect(tollgate.open).toHaveLength(0);
 
     // The same runs without reservations overspend: this is what the reservation prevents.
     const unreserved = new InMemoryTollgate(PRICES);

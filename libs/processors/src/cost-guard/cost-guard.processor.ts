@@ -13,7 +13,7 @@ import type {
 } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
 import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
-import { readContextIds, scopeId } from '../tollgate/context-ids';
+import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
 import type { GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
 import { formatCost, formatViolationMessage } from './violation-message';
 import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
@@ -277,10 +277,28 @@ export class CostGuardProcessor {
     const client = this.options.client;
     if (!client || args.fromCache) return;
     const run = this.runState(args.state);
-    const step = run.pending.find((p) => p.stepIndex === args.stepNumber);
+    const step = run.pending.findLast((p) => p.stepIndex === args.stepNumber);
     const finish = args.chunks.find((c) => c.type === 'finish' || c.type === 'step-finish');
     const usage = (finish?.payload as { output?: { usage?: StepUsageShape } } | undefined)?.output?.usage;
     if (step && usage) await this.record(client, run, step, usage);
+  }
+
+  /**
+   * The provider rejected the step's LLM call (Mastra calls this on input processors too, for
+   * non-retryable API errors): the step used nothing, so its reservation is released at once
+   * instead of holding budget until it expires. Never handles the error itself.
+   */
+  async processAPIError(args: { stepNumber: number; state: Record<string, unknown> }): Promise<void> {
+    const client = this.options.client;
+    if (!client?.guard.release) return;
+    const step = this.runState(args.state).pending.findLast((p) => p.stepIndex === args.stepNumber && !p.recorded);
+    if (!step?.reservationId) return;
+    step.recorded = true; // nothing to record: the call produced no usage
+    try {
+      await client.guard.release(step.reservationId);
+    } catch (error) {
+      this.log(`Cost guard: could not release the reservation of step ${step.stepIndex}: ${(error as Error)?.message ?? String(error)}`);
+    }
   }
 
   private async checkWithTollgate(
@@ -315,7 +333,8 @@ export class CostGuardProcessor {
           maxOutputTokens: args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096,
         },
         reserve: true,
-        stepId: `${run.runKey}:${args.stepNumber}`,
+        // A step Mastra runs again (after an API error) is a new step for Tollgate.
+        stepId: `${run.runKey}:${args.stepNumber}${attempt(run, args.stepNumber)}`,
         failMode,
       });
     } catch (error) {
@@ -324,10 +343,16 @@ export class CostGuardProcessor {
     }
     step.reservationId = response.reservation?.id;
     run.pending.push(step);
+    // The SDK answers for an unreachable service itself: fail-closed comes back as a deny with no violation.
+    if (response.decision === 'deny' && response.violations.length === 0) {
+      return this.unavailable(args, maxCost, scopeKey, new Error(response.reason ?? 'denied without a violation'));
+    }
 
-    const hard = response.decision === 'deny' ? (response.violations.find((v) => v.limitType === 'cost') ?? response.violations[0]) : undefined;
+    // Our own limit first; a project policy (source 'policy:<name>') or another limit type can deny the step too.
+    const ours = (f: GuardFinding) => f.source === 'request' && f.scope === this.scope && f.limitType === 'cost';
+    const hard = response.decision === 'deny' ? (response.violations.find(ours) ?? response.violations.find((v) => v.limitType === 'cost') ?? response.violations[0]) : undefined;
     if (hard) return this.violate(args, run, maxCost, scopeKey, finding(hard));
-    const soft = response.warnings.find((w) => w.limitType === 'cost' && w.threshold === 'soft');
+    const soft = response.warnings.find((w) => ours(w) && w.threshold === 'soft');
     if (soft) await this.warnSoft(run, scopeKey, finding(soft));
   }
 
@@ -445,7 +470,7 @@ export class CostGuardProcessor {
     const event: StepUsageEvent = {
       eventId: `${run.runKey}:${step.stepIndex}`,
       occurredAt: new Date().toISOString(),
-      traceId: c.traceId ?? run.runKey,
+      traceId: c.traceId ?? c.runId ?? run.runKey,
       ...pick(c, ['runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityName']),
       entityType: c.entityType ?? 'agent',
       provider: step.provider,
@@ -461,9 +486,12 @@ export class CostGuardProcessor {
     };
     try {
       await client.events.record(event);
+      // The SDK buffers events. Until this one is stored, Tollgate counts the step at its
+      // reservation (the worst case); delivering it now lets the next check read the actual usage.
+      await client.events.flush?.();
     } catch (error) {
-      // Left unrecorded: the next step retries (same eventId, so Tollgate deduplicates); the
-      // reservation otherwise expires and Tollgate settles it at its estimate.
+      // Left unrecorded: the next step retries (same eventId, so Tollgate deduplicates). An
+      // unrecorded reservation keeps holding the worst case until it expires, then stops counting.
       step.recorded = false;
       this.log(`Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`);
     }
@@ -523,13 +551,9 @@ function finding(f: GuardFinding): Finding {
   return { usage: f.usage, limit: f.limit, unit: f.unit };
 }
 
-/** `openai.chat` / `gpt-4o`, or a router id `openai/gpt-4o`, as provider and model. */
-function modelIds(model: ModelShape | undefined): { provider: string; model: string } {
-  if (typeof model === 'string') {
-    const slash = model.indexOf('/');
-    return slash < 0 ? { provider: 'unknown', model } : { provider: model.slice(0, slash), model: model.slice(slash + 1) };
-  }
-  return { provider: (model?.provider ?? 'unknown').split('.')[0]!, model: model?.modelId ?? 'unknown' };
+function attempt(run: RunState, stepIndex: number): string {
+  const earlier = run.pending.filter((p) => p.stepIndex === stepIndex).length;
+  return earlier === 0 ? '' : `:${earlier}`;
 }
 
 function pick<T extends object, K extends keyof T>(from: T, keys: K[]): Partial<Pick<T, K>> {

@@ -133,7 +133,7 @@ describe('TokenLimiterProcessor input', () => {
   });
 
   it('with a guard, trims to the smaller of its limit and the token budget Tollgate has left', async () => {
-    const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { input: 0, output: 0 } });
+    const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 0, outputPerMillion: 0 } });
     const maxTotalTokens = 1_000;
     tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', maxTotalTokens - limitFor(40), 0); // leaves room for two 20-token messages
     const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits: [{ scope: 'resource', window: '24h', maxTotalTokens }] } });
@@ -148,6 +148,8 @@ describe('TokenLimiterProcessor input', () => {
     expect(tollgate.checks[0]).toEqual({
       context: { resourceId: 'r1', entityType: 'agent' },
       limits: [{ scope: 'resource', window: '24h', maxTotalTokens }],
+      // A step of the limiter's own limit: every token budget it would reach comes back with what is left.
+      estimate: { provider: 'unknown', model: 'unknown', inputTokens: limitFor(100), maxOutputTokens: 0 },
       dryRun: true,
       failMode: 'open',
     });

@@ -3,6 +3,7 @@ import type {
   AbortFn,
   MessageListShape,
   MessageShape,
+  ModelShape,
   RequestContextShape,
   StreamPartShape,
   StreamWriterShape,
@@ -11,7 +12,7 @@ import type {
 } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
 import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
-import { readContextIds, scopeId } from '../tollgate/context-ids';
+import { modelIds, readContextIds } from '../tollgate/context-ids';
 import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
 import { selectMessages, type TrimMode } from './select-messages';
 import { truncateByTokens } from './truncate-by-tokens';
@@ -20,8 +21,12 @@ import { truncateByTokens } from './truncate-by-tokens';
 export interface TokenLimiterGuardOptions {
   /** A Tollgate client (the SDK, or anything with the same `guard.check`). */
   client: TollgateGuardClient;
-  /** Token limits whose remaining budget caps the request: `maxInputTokens` and/or `maxTotalTokens` per scope. */
-  limits: GuardLimit[];
+  /**
+   * Token limits whose remaining budget caps the request (`maxInputTokens` and/or `maxTotalTokens`
+   * per scope). The project's stored policies apply as well, so this may be omitted when they
+   * hold the budgets.
+   */
+  limits?: GuardLimit[];
   /** Ids to use instead of (or in addition to) those read from the request context. */
   context?: GuardContext;
   /** When Tollgate cannot be reached: `'open'` (default) trims to `limit` alone, `'closed'` aborts the step. */
@@ -83,6 +88,8 @@ export interface TokenLimiterInputArgs<M extends MessageShape> extends TracingSh
 /** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
 export interface TokenLimiterStepArgs<M extends MessageShape> extends TokenLimiterInputArgs<M> {
   stepNumber?: number;
+  /** The step's model; names the estimate sent to the guard. */
+  model?: ModelShape;
   agent?: { id?: string; name?: string };
 }
 
@@ -340,6 +347,12 @@ export class TokenLimiterProcessor {
     return ids;
   }
 
+  /**
+   * Asks the guard (dry run: nothing reserved or audited) about a step of `limit` input tokens.
+   * Every token limit that step would reach, from the request or a project policy, comes back as a
+   * violation with its limit and the usage including the estimate; what remains of it is
+   * `limit - (usage - estimate)`. Warn-only policies and cost limits do not trim.
+   */
   private async remainingFromGuard<M extends MessageShape>(guard: TokenLimiterGuardOptions, args: TokenLimiterStepArgs<M>): Promise<number | undefined> {
     const context: GuardContext = {
       ...readContextIds(args.requestContext, args),
@@ -347,9 +360,10 @@ export class TokenLimiterProcessor {
       ...(args.agent?.name || args.agent?.id ? { entityName: args.agent.name ?? args.agent.id } : {}),
       ...guard.context,
     };
+    const estimate = { ...modelIds(args.model), inputTokens: this.maxTokens, maxOutputTokens: 0 };
     let response;
     try {
-      response = await guard.client.guard.check({ context, limits: guard.limits, dryRun: true, failMode: guard.failMode ?? 'open' });
+      response = await guard.client.guard.check({ context, ...(guard.limits ? { limits: guard.limits } : {}), estimate, dryRun: true, failMode: guard.failMode ?? 'open' });
     } catch (error) {
       if (guard.failMode !== 'closed') return undefined;
       return args.abort(`TokenLimiterProcessor: Tollgate guard unavailable (${(error as Error)?.message ?? String(error)})`, {
@@ -357,14 +371,18 @@ export class TokenLimiterProcessor {
         metadata: { systemTokens: 0, limit: this.maxTokens },
       });
     }
+    // The SDK answers for an unreachable service itself, applying failMode (`reason` says so).
+    if (response.decision === 'deny' && response.violations.length === 0) {
+      return args.abort(`TokenLimiterProcessor: Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`, {
+        retry: false,
+        metadata: { systemTokens: 0, limit: this.maxTokens },
+      });
+    }
     let remaining: number | undefined;
-    for (const limit of guard.limits) {
-      const id = scopeId(limit.scope, context);
-      const usage = id === undefined ? undefined : response.usage[`${limit.scope}:${id}`];
-      if (!usage) continue;
-      // Reserved tokens belong to steps in flight (other runs); they will be spent.
-      if (limit.maxTotalTokens !== undefined) remaining = Math.min(remaining ?? Infinity, limit.maxTotalTokens - usage.totalTokens - usage.reservedTokens);
-      if (limit.maxInputTokens !== undefined) remaining = Math.min(remaining ?? Infinity, limit.maxInputTokens - usage.inputTokens);
+    for (const v of response.violations) {
+      if (v.limitType !== 'totalTokens' && v.limitType !== 'inputTokens') continue;
+      // Reserved tokens (steps in flight elsewhere) are in `usage`: they will be spent.
+      remaining = Math.min(remaining ?? Infinity, v.limit - (v.usage - estimate.inputTokens));
     }
     return remaining;
   }

@@ -1,4 +1,4 @@
-import type { RequestContextShape, TracingShape } from '../mastra-shapes';
+import type { ModelShape, RequestContextShape, TracingShape } from '../mastra-shapes';
 import type { GuardContext, GuardScope } from './guard-client';
 
 /**
@@ -26,11 +26,11 @@ export function readContextIds(requestContext: RequestContextShape | undefined, 
   return ids;
 }
 
-/** The id a scope is keyed by, or undefined when the step does not carry it. */
+/** The id a scope is keyed by, or undefined when the step does not carry it. As in Tollgate, the run is the trace, and `runId` stands in when there is no trace id. */
 export function scopeId(scope: GuardScope, ids: GuardContext): string | undefined {
   switch (scope) {
     case 'run':
-      return ids.traceId;
+      return ids.traceId ?? ids.runId;
     case 'resource':
       return ids.resourceId;
     case 'thread':
@@ -42,4 +42,13 @@ export function scopeId(scope: GuardScope, ids: GuardContext): string | undefine
     case 'session':
       return ids.sessionId;
   }
+}
+
+/** `openai.chat` / `gpt-4o`, or a router id `openai/gpt-4o`, as provider and model. */
+export function modelIds(model: ModelShape | undefined): { provider: string; model: string } {
+  if (typeof model === 'string') {
+    const slash = model.indexOf('/');
+    return slash < 0 ? { provider: 'unknown', model } : { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+  }
+  return { provider: (model?.provider ?? 'unknown').split('.')[0]!, model: model?.modelId ?? 'unknown' };
 }

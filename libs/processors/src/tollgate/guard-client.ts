@@ -1,7 +1,9 @@
 /**
- * What the processors need from a Tollgate client: the `POST /v1/guard/check` call and step usage
- * recording. Structural, so the SDK client (`client.guard.check` returns the response body), a
- * fake, or a hand-written HTTP wrapper all fit.
+ * What the processors need from a Tollgate client: `POST /v1/guard/check`, reservation release and
+ * step usage recording. Structural, so `TollgateClient` from `@tollgate/sdk` fits as it is
+ * (`test/sdk-compat.typecheck.ts` checks that under `tsc`), and so does a hand-written HTTP
+ * wrapper. The shapes are the service's own (`libs/contracts/src/guard.ts`), copied so this
+ * package loads without the SDK.
  */
 
 /** Scopes a limit can apply to. */
@@ -10,7 +12,7 @@ export type GuardScope = 'run' | 'thread' | 'resource' | 'user' | 'organization'
 /** Aggregation windows. Ignored for the `run` scope. */
 export type GuardWindow = '1h' | '6h' | '24h' | '7d' | '30d' | '365d';
 
-/** Ids that place a step in its scopes. */
+/** Ids that place a step in its scopes. The run is the trace; `runId` stands in when there is no `traceId`. */
 export interface GuardContext {
   traceId?: string;
   runId?: string;
@@ -23,71 +25,92 @@ export interface GuardContext {
   entityName?: string;
 }
 
-/** A limit evaluated by the guard. */
+/** A limit evaluated by the guard. At least one max is required. */
 export interface GuardLimit {
   scope: GuardScope;
+  /** Default `'7d'`; ignored for `run`. */
   window?: GuardWindow;
   maxCost?: number;
   maxTotalTokens?: number;
   maxInputTokens?: number;
   maxOutputTokens?: number;
-  /** Soft threshold, as a percentage of each max, that produces a warning. */
+  /** Soft threshold, as a percentage of each max (exclusive 0–100), that produces a warning. */
   warnAtPercent?: number;
+}
+
+/** The step about to run. */
+export interface GuardEstimate {
+  provider: string;
+  model: string;
+  inputTokens: number;
+  maxOutputTokens: number;
 }
 
 /** Request body of `POST /v1/guard/check`. */
 export interface GuardCheckRequest {
   context: GuardContext;
   limits?: GuardLimit[];
-  /** The step about to run; with `reserve`, its worst-case cost is held until its usage is recorded. */
-  estimate?: { provider: string; model: string; inputTokens: number; maxOutputTokens: number };
+  /** With `reserve`, its worst-case cost is held until the step's usage is recorded. */
+  estimate?: GuardEstimate;
+  /** Needs `estimate` and `stepId`. */
   reserve?: boolean;
   /** Idempotency key of the step: a retried check returns the same reservation. */
   stepId?: string;
   failMode?: 'open' | 'closed';
-  /** Evaluate without reserving or recording anything. */
+  /** Evaluate without reserving or auditing anything. */
   dryRun?: boolean;
 }
 
-/** One limit crossed (violation) or approached (warning). */
+/** One limit reached (violation) or approached (warning). */
 export interface GuardFinding {
   scope: GuardScope;
   /** `'<scope>:<id>'`, e.g. `'resource:abc'`. */
   scopeKey: string;
-  window?: GuardWindow;
+  /** `null` for `run`. */
+  window: GuardWindow | null;
   limitType: 'cost' | 'totalTokens' | 'inputTokens' | 'outputTokens';
-  /** Usage the limit was compared with: recorded plus reserved plus this step's estimate. */
+  /** Usage the limit was compared with: recorded + reserved + this step's estimate. A limit is reached when this is `>=` it. */
   usage: number;
   limit: number;
   /** Cost unit (`'USD'`) or `'tokens'`. */
   unit: string;
   threshold: 'soft' | 'hard';
+  /** `'request'`, or `'policy:<name>'` for a budget stored on the project. */
+  source: string;
 }
 
-/** Recorded and reserved usage of one scope key. */
+/** Recorded and reserved usage of one scope in one window. */
 export interface GuardScopeUsage {
+  scope: GuardScope;
+  window: GuardWindow | null;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
   estimatedCost: number;
-  costUnit: string;
+  /** `null` when there is no priced usage yet (or several units). */
+  costUnit: string | null;
   reservedCost: number;
-  reservedTokens: number;
+  reservedInputTokens: number;
+  reservedOutputTokens: number;
+  unpricedEvents: number;
 }
 
 /** Response body of `POST /v1/guard/check`. */
 export interface GuardCheckResponse {
   decision: 'allow' | 'deny';
+  /** Set when the decision was taken without evaluating (guard unreachable: `failMode` applied). */
+  reason?: string;
   violations: GuardFinding[];
   warnings: GuardFinding[];
-  /** Limits the guard could not evaluate (for example a scope id it did not receive). */
+  /** Limits the guard could not evaluate (a scope id missing from the context). */
   skipped: Array<{ scope: GuardScope; reason: string }>;
+  /** Keyed by {@link usageKey}: `'resource:abc@7d'`, or `'run:<id>'`. */
   usage: Record<string, GuardScopeUsage>;
-  reservation?: { id: string; estimatedCost: number; inputTokens: number; outputTokens: number; expiresAt: string };
+  reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
   asOf: string;
 }
 
-/** Usage of one LLM step, sent to `client.events.record`. */
+/** Usage of one LLM step, as `client.events.record` takes it. */
 export interface StepUsageEvent {
   /** Deterministic per step so a retried record is deduplicated. */
   eventId: string;
@@ -109,8 +132,22 @@ export interface StepUsageEvent {
   stepIndex?: number;
 }
 
-/** The Tollgate client surface the processors call. */
+/** The Tollgate client surface the processors call; `TollgateClient` from `@tollgate/sdk` is one. */
 export interface TollgateGuardClient {
-  guard: { check(request: GuardCheckRequest): Promise<GuardCheckResponse> };
-  events: { record(event: StepUsageEvent): Promise<unknown> };
+  guard: {
+    check(request: GuardCheckRequest): Promise<GuardCheckResponse>;
+    /** Frees a reservation the step did not use. Optional: without it, an unused reservation expires. */
+    release?(reservationId: string): Promise<unknown>;
+  };
+  events: {
+    /** May buffer (the SDK does) or send at once; a returned promise is awaited. */
+    record(event: StepUsageEvent): unknown;
+    /** Delivers what `record` buffered. The cost guard awaits it after recording a step, so the next check reads the actual usage. */
+    flush?(): Promise<void>;
+  };
+}
+
+/** The key of a scope's entry in {@link GuardCheckResponse.usage}. */
+export function usageKey(scope: GuardScope, id: string, window: GuardWindow | undefined): string {
+  return scope === 'run' ? `run:${id}` : `${scope}:${id}@${window ?? '7d'}`;
 }

@@ -10,6 +10,7 @@ import type {
   TollgateGuardClient,
 } from '../../src/tollgate/guard-client';
 import { scopeId } from '../../src/tollgate/context-ids';
+import { usageKey } from '../../src/tollgate/guard-client';
 
 const WINDOW_MS: Record<GuardWindow, number> = {
   '1h': 3_600_000,
@@ -19,48 +20,74 @@ const WINDOW_MS: Record<GuardWindow, number> = {
   '30d': 30 * 24 * 3_600_000,
   '365d': 365 * 24 * 3_600_000,
 };
+const SCOPES: GuardScope[] = ['run', 'thread', 'resource', 'user', 'organization', 'session'];
 
-/** USD per token, by `provider/model`. */
-export type PriceTable = Record<string, { input: number; output: number }>;
+/** USD per million tokens, by `provider/model` (as a project price override is given to Tollgate). */
+export type PriceTable = Record<string, { inputPerMillion: number; outputPerMillion: number }>;
 
 interface Reservation {
   id: string;
-  context: GuardContext;
+  stepId: string;
+  scopeKeys: string[];
   inputTokens: number;
   outputTokens: number;
-  estimatedCost: number;
+  costMicros: number;
   expiresAt: number;
+  status: 'open' | 'settled' | 'released';
 }
 
 interface Recorded {
   event: StepUsageEvent;
   at: number;
-  cost: number;
+  /** null when the model has no price (counted as tokens only, like Tollgate). */
+  costMicros: number | null;
+}
+
+/** Every scope key a step touches; the run under its trace id and its run id (as Tollgate's `scopeKeysOf`). */
+function scopeKeysOf(context: GuardContext): string[] {
+  const keys = SCOPES.map((s) => (scopeId(s, context) ? `${s}:${scopeId(s, context)}` : null)).filter((k): k is string => k !== null);
+  if (context.traceId && context.runId && context.runId !== context.traceId) keys.push(`run:${context.runId}`);
+  return keys.sort();
 }
 
 /**
- * An in-memory Tollgate with the service's guard semantics, for unit specs: usage per scope key
- * and window from recorded events, reservations held from check to record, and a check that
- * evaluates and reserves in one uninterrupted turn (as the service does in one transaction), so
- * concurrent runs cannot both take the last of a budget.
+ * An in-memory Tollgate for unit specs, with the service's guard semantics
+ * (libs/ledger/src/check-guard): usage per scope key and window from recorded events plus open
+ * reservations; a limit is reached when usage + reserved + this step's estimate is `>=` it;
+ * amounts are whole micro-units; findings carry `source: 'request'`, `window: null` for runs;
+ * `usage` is keyed `<scope>:<id>@<window>` (`run:<id>` for runs); a retried `stepId` gets its open
+ * reservation back and a closed one is a conflict; a reservation stops counting when it expires;
+ * a step event naming a reservation settles it. Check and reserve run in one uninterrupted turn
+ * (the service holds a per-scope lock), so concurrent runs cannot both take the last of a budget.
  *
- * A cost limit is crossed when recorded + reserved + this step's estimate exceeds `maxCost`.
+ * What it does not have: project policies, price catalog (see {@link PriceTable}), fail-open on
+ * timeouts. The end-to-end specs in `test/e2e/` run the processors against the real service.
  */
 export class InMemoryTollgate implements TollgateGuardClient {
   readonly checks: GuardCheckRequest[] = [];
   readonly recorded: Recorded[] = [];
   readonly reservations = new Map<string, Reservation>();
-  private readonly byStep = new Map<string, GuardCheckResponse>();
+  readonly released: string[] = [];
   private nextId = 1;
   /** Clock, movable by specs. */
   now = Date.now();
   /** When set, the next calls reject with it (Tollgate unreachable). */
   failWith?: Error;
+  /** Reservation lifetime (the service's GUARD_RESERVATION_TTL_MS default). */
+  reservationTtlMs = 5 * 60_000;
 
   constructor(readonly prices: PriceTable) {}
 
-  readonly guard = { check: (request: GuardCheckRequest) => this.check(request) };
+  readonly guard = {
+    check: (request: GuardCheckRequest) => this.check(request),
+    release: (reservationId: string) => this.release(reservationId),
+  };
   readonly events = { record: (event: StepUsageEvent) => this.record(event) };
+
+  /** Reservations still holding budget. */
+  get open(): Reservation[] {
+    return [...this.reservations.values()].filter((r) => r.status === 'open' && r.expiresAt > this.now);
+  }
 
   /** Records usage directly, as another service or an earlier run would have. */
   seed(context: GuardContext, provider: string, model: string, inputTokens: number, outputTokens: number, ageMs = 0): void {
@@ -74,30 +101,39 @@ export class InMemoryTollgate implements TollgateGuardClient {
       model,
       usage: { inputTokens, outputTokens },
     };
-    this.recorded.push({ event, at: this.now - ageMs, cost: this.price(provider, model, inputTokens, outputTokens) });
+    this.recorded.push({ event, at: this.now - ageMs, costMicros: this.priceMicros(provider, model, inputTokens, outputTokens) });
   }
 
-  /** Total recorded cost of every event matching `scope:id`, all time. */
+  /** Total recorded cost (USD) of every event in `scope:id`, all time. */
   spent(scope: GuardScope, id: string): number {
-    return this.recorded.filter((r) => scopeId(scope, r.event) === id).reduce((sum, r) => sum + r.cost, 0);
+    return this.recorded.filter((r) => scopeKeysOf(r.event).includes(`${scope}:${id}`)).reduce((sum, r) => sum + (r.costMicros ?? 0), 0) / 1e6;
   }
 
-  price(provider: string, model: string, inputTokens: number, outputTokens: number): number {
+  /** Cost in micro-units, rounded once per step as Tollgate prices it; null when unpriced. */
+  priceMicros(provider: string, model: string, inputTokens: number, outputTokens: number): number | null {
     const p = this.prices[`${provider}/${model}`];
-    if (!p) throw new Error(`no price for ${provider}/${model}`);
-    return inputTokens * p.input + outputTokens * p.output;
+    return p ? Math.round(inputTokens * p.inputPerMillion + outputTokens * p.outputPerMillion) : null;
   }
 
   private async check(request: GuardCheckRequest): Promise<GuardCheckResponse> {
     this.checks.push(structuredClone(request));
     await new Promise((resolve) => setImmediate(resolve)); // a network hop: lets concurrent callers interleave
     if (this.failWith) throw this.failWith;
+    if (request.reserve && (!request.estimate || !request.stepId)) throw new Error(`400 ${request.estimate ? 'stepId' : 'estimate'} is required when reserve is true`);
     // Everything below runs in one turn: evaluation and reservation are atomic.
-    if (request.stepId && this.byStep.has(request.stepId)) return this.byStep.get(request.stepId)!;
-    this.expire();
+    const reserving = request.reserve === true && request.dryRun !== true;
+    if (reserving) {
+      const existing = [...this.reservations.values()].find((r) => r.stepId === request.stepId);
+      if (existing && existing.status !== 'open') throw new Error(`409 stepId ${request.stepId} already had a reservation, now ${existing.status}`);
+      if (existing) {
+        const reservation = { id: existing.id, estimatedCost: existing.costMicros / 1e6, costUnit: 'USD', inputTokens: existing.inputTokens, outputTokens: existing.outputTokens, expiresAt: new Date(existing.expiresAt).toISOString() };
+        return { decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, reservation, asOf: new Date(this.now).toISOString() };
+      }
+    }
     const estimate = request.estimate;
-    const estimateCost = estimate ? this.price(estimate.provider, estimate.model, estimate.inputTokens, estimate.maxOutputTokens) : 0;
-    const estimateTokens = estimate ? estimate.inputTokens + estimate.maxOutputTokens : 0;
+    const estimateMicros = estimate ? (this.priceMicros(estimate.provider, estimate.model, estimate.inputTokens, estimate.maxOutputTokens) ?? 0) : 0;
+    const estIn = estimate?.inputTokens ?? 0;
+    const estOut = estimate?.maxOutputTokens ?? 0;
     const violations: GuardFinding[] = [];
     const warnings: GuardFinding[] = [];
     const skipped: GuardCheckResponse['skipped'] = [];
@@ -105,72 +141,103 @@ export class InMemoryTollgate implements TollgateGuardClient {
     for (const limit of request.limits ?? []) {
       const id = scopeId(limit.scope, request.context);
       if (id === undefined) {
-        skipped.push({ scope: limit.scope, reason: `context has no ${limit.scope} id` });
+        if (!skipped.some((s) => s.scope === limit.scope)) skipped.push({ scope: limit.scope, reason: `no ${limit.scope === 'run' ? 'traceId or runId' : `${limit.scope}Id`} in context` });
         continue;
       }
       const scopeKey = `${limit.scope}:${id}`;
-      const window = limit.scope === 'run' ? undefined : (limit.window ?? '7d');
-      const u = this.usageOf(limit.scope, id, window);
-      usage[scopeKey] = u;
-      const find = (limitType: GuardFinding['limitType'], used: number, max: number | undefined, unit: string) => {
-        if (max === undefined) return;
-        const finding = { scope: limit.scope, scopeKey, ...(window ? { window } : {}), limitType, usage: used, limit: max, unit };
-        if (used > max) violations.push({ ...finding, threshold: 'hard' });
-        else if (limit.warnAtPercent !== undefined && used >= (max * limit.warnAtPercent) / 100) warnings.push({ ...finding, threshold: 'soft' });
-      };
-      find('cost', u.estimatedCost + u.reservedCost + estimateCost, limit.maxCost, 'USD');
-      find('totalTokens', u.totalTokens + u.reservedTokens + estimateTokens, limit.maxTotalTokens, 'tokens');
-      find('inputTokens', u.inputTokens + (estimate?.inputTokens ?? 0), limit.maxInputTokens, 'tokens');
-      find('outputTokens', u.outputTokens + (estimate?.maxOutputTokens ?? 0), limit.maxOutputTokens, 'tokens');
+      const window = limit.scope === 'run' ? null : (limit.window ?? '7d');
+      const u = this.usageOf(limit.scope, scopeKey, window);
+      usage[usageKey(limit.scope, id, window ?? undefined)] = u;
+      const costMicros = Math.round(u.estimatedCost * 1e6) + Math.round(u.reservedCost * 1e6) + estimateMicros;
+      const checks: Array<[GuardFinding['limitType'], number | undefined, number, string, number]> = [
+        ['cost', limit.maxCost === undefined ? undefined : Math.round(limit.maxCost * 1e6), costMicros, u.costUnit ?? 'USD', 1e6],
+        ['totalTokens', limit.maxTotalTokens, u.totalTokens + u.reservedInputTokens + u.reservedOutputTokens + estIn + estOut, 'tokens', 1],
+        ['inputTokens', limit.maxInputTokens, u.inputTokens + u.reservedInputTokens + estIn, 'tokens', 1],
+        ['outputTokens', limit.maxOutputTokens, u.outputTokens + u.reservedOutputTokens + estOut, 'tokens', 1],
+      ];
+      for (const [limitType, max, value, unit, scale] of checks) {
+        if (max === undefined) continue;
+        const finding = (threshold: 'soft' | 'hard'): GuardFinding => ({ scope: limit.scope, scopeKey, window, limitType, usage: value / scale, limit: max / scale, unit, threshold, source: 'request' });
+        if (value >= max) violations.push(finding('hard'));
+        else if (limit.warnAtPercent !== undefined && value >= (max * limit.warnAtPercent) / 100) warnings.push(finding('soft'));
+      }
     }
     const decision = violations.length > 0 ? 'deny' : 'allow';
     let reservation: GuardCheckResponse['reservation'];
-    if (decision === 'allow' && request.reserve && !request.dryRun && estimate) {
+    if (decision === 'allow' && reserving && estimate) {
       const r: Reservation = {
-        id: `res-${this.nextId++}`,
-        context: request.context,
-        inputTokens: estimate.inputTokens,
-        outputTokens: estimate.maxOutputTokens,
-        estimatedCost: estimateCost,
-        expiresAt: this.now + 10 * 60_000,
+        id: `rsv_${this.nextId++}`,
+        stepId: request.stepId!,
+        scopeKeys: scopeKeysOf(request.context),
+        inputTokens: estIn,
+        outputTokens: estOut,
+        costMicros: estimateMicros,
+        expiresAt: this.now + this.reservationTtlMs,
+        status: 'open',
       };
       this.reservations.set(r.id, r);
-      reservation = { id: r.id, estimatedCost: r.estimatedCost, inputTokens: r.inputTokens, outputTokens: r.outputTokens, expiresAt: new Date(r.expiresAt).toISOString() };
+      reservation = { id: r.id, estimatedCost: r.costMicros / 1e6, costUnit: 'USD', inputTokens: r.inputTokens, outputTokens: r.outputTokens, expiresAt: new Date(r.expiresAt).toISOString() };
     }
-    const response: GuardCheckResponse = { decision, violations, warnings, skipped, usage, ...(reservation ? { reservation } : {}), asOf: new Date(this.now).toISOString() };
-    if (request.stepId && !request.dryRun) this.byStep.set(request.stepId, response);
-    return structuredClone(response);
+    return structuredClone({ decision, violations, warnings, skipped, usage, ...(reservation ? { reservation } : {}), asOf: new Date(this.now).toISOString() });
+  }
+
+  private async release(reservationId: string): Promise<{ id: string; status: string }> {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.failWith) throw this.failWith;
+    const r = this.reservations.get(reservationId);
+    if (!r) throw new Error(`404 No reservation ${reservationId} in this project`);
+    if (r.status === 'open') {
+      r.status = 'released';
+      this.released.push(reservationId);
+    }
+    return { id: r.id, status: r.status };
   }
 
   private async record(event: StepUsageEvent): Promise<{ accepted: boolean }> {
     await new Promise((resolve) => setImmediate(resolve));
     if (this.failWith) throw this.failWith;
     if (this.recorded.some((r) => r.event.eventId === event.eventId)) return { accepted: false };
-    if (event.reservationId) this.reservations.delete(event.reservationId);
-    const cost = this.price(event.provider, event.model, event.usage.inputTokens, event.usage.outputTokens);
-    this.recorded.push({ event: structuredClone(event), at: Date.parse(event.occurredAt), cost });
+    const r = event.reservationId ? this.reservations.get(event.reservationId) : undefined;
+    if (r?.status === 'open') r.status = 'settled';
+    const costMicros = this.priceMicros(event.provider, event.model, event.usage.inputTokens, event.usage.outputTokens);
+    this.recorded.push({ event: structuredClone(event), at: Date.parse(event.occurredAt), costMicros });
     return { accepted: true };
   }
 
-  private usageOf(scope: GuardScope, id: string, window: GuardWindow | undefined): GuardScopeUsage {
+  private usageOf(scope: GuardScope, scopeKey: string, window: GuardWindow | null): GuardScopeUsage {
     const since = window ? this.now - WINDOW_MS[window] : -Infinity;
-    const u: GuardScopeUsage = { inputTokens: 0, outputTokens: 0, totalTokens: 0, estimatedCost: 0, costUnit: 'USD', reservedCost: 0, reservedTokens: 0 };
+    let inputTokens = 0;
+    let outputTokens = 0;
+    let costMicros = 0;
+    let unpricedEvents = 0;
+    let reservedMicros = 0;
+    let reservedInputTokens = 0;
+    let reservedOutputTokens = 0;
     for (const r of this.recorded) {
-      if (r.at < since || scopeId(scope, r.event) !== id) continue;
-      u.inputTokens += r.event.usage.inputTokens;
-      u.outputTokens += r.event.usage.outputTokens;
-      u.estimatedCost += r.cost;
+      if (r.at < since || !scopeKeysOf(r.event).includes(scopeKey)) continue;
+      inputTokens += r.event.usage.inputTokens;
+      outputTokens += r.event.usage.outputTokens;
+      if (r.costMicros === null) unpricedEvents++;
+      else costMicros += r.costMicros;
     }
-    u.totalTokens = u.inputTokens + u.outputTokens;
-    for (const r of this.reservations.values()) {
-      if (scopeId(scope, r.context) !== id) continue;
-      u.reservedCost += r.estimatedCost;
-      u.reservedTokens += r.inputTokens + r.outputTokens;
+    for (const r of this.open) {
+      if (!r.scopeKeys.includes(scopeKey)) continue;
+      reservedMicros += r.costMicros;
+      reservedInputTokens += r.inputTokens;
+      reservedOutputTokens += r.outputTokens;
     }
-    return u;
-  }
-
-  private expire(): void {
-    for (const [id, r] of this.reservations) if (r.expiresAt <= this.now) this.reservations.delete(id);
+    return {
+      scope,
+      window,
+      inputTokens,
+      outputTokens,
+      totalTokens: inputTokens + outputTokens,
+      estimatedCost: costMicros / 1e6,
+      costUnit: costMicros > 0 || reservedMicros > 0 ? 'USD' : null,
+      reservedCost: reservedMicros / 1e6,
+      reservedInputTokens,
+      reservedOutputTokens,
+      unpricedEvents,
+    };
   }
 }

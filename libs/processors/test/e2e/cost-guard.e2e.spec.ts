@@ -1,0 +1,162 @@
+import { Agent, TripWire } from '@mastra/core/agent';
+import { RequestContext } from '@mastra/core/request-context';
+import { createTool } from '@mastra/core/tools';
+import { TollgateClient } from '@tollgate/sdk';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { call, createProject, type TestProject } from '../../../../test/support/http';
+import { startService, type RunningService } from '../../../../test/support/service';
+import { CostGuardProcessor, formatCost, type CostGuardTripwireMetadata, type GuardCheckRequest } from '../../src';
+import { scriptedModel } from '../support/scripted-model';
+
+// The project prices openai/gpt-4o at $2 / M input and $10 / M output tokens, so tokens × rate are
+// whole micro-units. A scripted step reports 10 input and 1,000 output tokens: $0.01002. Its
+// estimate is the prompt as counted (always more than 10 tokens) plus maxOutputTokens = 1,000, so
+// actual ≤ estimate, which is what makes the reservation a worst case.
+const STEP = { input: 10, output: 1_000 };
+const STEP_MICROS = STEP.input * 2 + STEP.output * 10;
+const MAX_OUTPUT_TOKENS = 1_000;
+
+describe('CostGuardProcessor with TollgateClient against the real service', () => {
+  let svc: RunningService;
+  beforeAll(async () => {
+    // 32 runs queue on one scope's lock: give the guard room on a shared 2-core machine.
+    svc = await startService({ GUARD_TIMEOUT_MS: '20000' });
+  });
+  afterAll(() => svc.close());
+
+  async function pricedProject(): Promise<TestProject> {
+    const project = await createProject(svc.url);
+    const price = await call(svc.url, 'PUT', '/v1/prices/openai/gpt-4o', { token: project.key, body: { inputPerMillion: 2, outputPerMillion: 10, effectiveFrom: new Date(Date.now() - 60_000).toISOString() } });
+    expect(price.status).toBe(200);
+    return project;
+  }
+  const client = (project: TestProject) => new TollgateClient({ baseUrl: svc.url, apiKey: project.key, guard: { timeoutMs: 20_000 } });
+  const stepCosts = (projectId: string) =>
+    svc.prisma.$queryRawUnsafe<{ n: number; micros: number | null }[]>(
+      `SELECT count(*)::int AS n, sum(cost_micros)::float8 AS micros FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`,
+      projectId,
+    );
+  const openReservations = async (projectId: string) =>
+    (await svc.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND status = 'open'`, projectId))[0]!.n;
+
+  const lookup = createTool({ id: 'lookup', description: 'Looks something up', inputSchema: z.object({ q: z.string() }), execute: async () => ({ found: 'yes' }) });
+  function guardedAgent(costGuard: CostGuardProcessor) {
+    const { model, prompts } = scriptedModel([
+      { toolCall: { toolName: 'lookup', input: { q: 'one' } }, usage: STEP },
+      { toolCall: { toolName: 'lookup', input: { q: 'two' } }, usage: STEP },
+      { text: ['All ', 'done.'], usage: STEP },
+    ]);
+    const agent = new Agent({ id: 'guarded', name: 'guarded', instructions: 'Use the lookup tool.', model, tools: { lookup }, inputProcessors: [costGuard] });
+    return { agent, prompts };
+  }
+  const contextFor = (resourceId: string) => {
+    const requestContext = new RequestContext();
+    requestContext.set('mastra__resourceId', resourceId);
+    return requestContext;
+  };
+
+  /** Spies on the real client's checks, and on the error the guard's abort throws inside Mastra. */
+  function observe(tollgate: TollgateClient, costGuard: CostGuardProcessor) {
+    const checks: GuardCheckRequest[] = [];
+    const check = tollgate.guard.check.bind(tollgate.guard);
+    jest.spyOn(tollgate.guard, 'check').mockImplementation(async (request) => {
+      checks.push(structuredClone(request) as GuardCheckRequest);
+      return check(request);
+    });
+    const thrown: unknown[] = [];
+    const processInputStep = costGuard.processInputStep.bind(costGuard);
+    costGuard.processInputStep = async (args) => {
+      try {
+        return await processInputStep(args);
+      } catch (error) {
+        thrown.push(error);
+        throw error;
+      }
+    };
+    return { checks, thrown };
+  }
+
+  // $0.025: step 1 (≈ $0.0104 estimate) and step 2 ($0.01002 spent + ≈ $0.0104) fit; step 3
+  // ($0.02004 spent + ≈ $0.0104) does not. Exactness means two steps can never spend the whole
+  // budget themselves (each had to fit as a worst case), so "spent" means: the next worst case no longer fits.
+  const MAX_COST = 0.025;
+
+  it.each(['generate', 'stream'] as const)('blocks the third step of a run whose first two steps spent the budget (%s)', async (mode) => {
+    const project = await pricedProject();
+    const tollgate = client(project);
+    const resourceId = `r-${randomUUID()}`;
+    const costGuard = new CostGuardProcessor({ maxCost: MAX_COST, client: tollgate, logger: { warn: () => undefined } });
+    const violations: unknown[] = [];
+    costGuard.onViolation = (v) => void violations.push(v);
+    const { checks, thrown } = observe(tollgate, costGuard);
+    const { agent, prompts } = guardedAgent(costGuard);
+    const options = { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } };
+
+    let tripwire: { reason: string; retry?: boolean; metadata?: unknown; processorId?: string } | undefined;
+    if (mode === 'generate') {
+      // Mastra 1.71 never rejects generate() with a processor's TripWire: it resolves with `tripwire`.
+      tripwire = (await agent.generate('Look it up twice.', options)).tripwire;
+    } else {
+      const stream = await agent.stream('Look it up twice.', options);
+      for await (const part of stream.fullStream as AsyncIterable<{ type: string; payload?: unknown }>) {
+        if (part.type === 'tripwire') tripwire = part.payload as typeof tripwire;
+      }
+    }
+
+    expect(prompts).toHaveLength(2); // the third LLM call never happened
+    expect(checks.map((c) => c.estimate!.maxOutputTokens)).toEqual([MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS]);
+    const third = checks[2]!.estimate!;
+    const usageMicros = 2 * STEP_MICROS + third.inputTokens * 2 + third.maxOutputTokens * 10;
+    const metadata: CostGuardTripwireMetadata = {
+      processorId: 'cost-guard',
+      usage: { estimatedCost: usageMicros / 1e6, costUnit: 'USD' },
+      maxCost: MAX_COST,
+      scope: 'resource',
+      scopeKey: `resource:${resourceId}`,
+      threshold: 'hard',
+    };
+    const reason = `Cost guard: cost limit exceeded (${formatCost(usageMicros / 1e6)}/${MAX_COST})`;
+    expect(tripwire).toEqual({ reason, retry: false, metadata, processorId: 'cost-guard' });
+    // Inside Mastra, the guard's abort threw @mastra/core's own TripWire, with the same metadata.
+    expect(thrown).toHaveLength(1);
+    expect(thrown[0]).toBeInstanceOf(TripWire);
+    expect((thrown[0] as TripWire<CostGuardTripwireMetadata>).options).toEqual({ retry: false, metadata });
+
+    // Both steps were stored against their reservations; the service audited the denial.
+    expect(await stepCosts(project.id)).toEqual([{ n: 2, micros: 2 * STEP_MICROS }]);
+    expect(await openReservations(project.id)).toBe(0);
+    const audit = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, { token: project.key });
+    expect(audit.body.decisions.map((d: { violations: Array<{ usage: number; source: string }> }) => d.violations.map((v) => [v.usage, v.source]))).toEqual([[[usageMicros / 1e6, 'request']]]);
+    expect(violations).toHaveLength(1); // not a second time from Mastra's runner
+    await tollgate.shutdown();
+  });
+
+  it('32 concurrent agent runs on one resource end with total cost ≤ maxCost', async () => {
+    const project = await pricedProject();
+    const tollgate = client(project);
+    const resourceId = `r-${randomUUID()}`;
+    const maxCost = 0.1; // about 9 worst-case steps; the 32 runs would take 96 steps ($0.96) unguarded
+    // Closed: a check that cannot be answered blocks, so the bound is a guarantee, not a likelihood.
+    const costGuard = new CostGuardProcessor({ maxCost, client: tollgate, failMode: 'closed', logger: { warn: () => undefined } });
+    const results = await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        const { agent } = guardedAgent(costGuard);
+        return agent.generate('Look it up twice.', { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } });
+      }),
+    );
+    await tollgate.flush();
+
+    const [{ n, micros }] = await stepCosts(project.id);
+    expect(micros).toBeLessThanOrEqual(maxCost * 1e6);
+    expect(micros).toBe(n * STEP_MICROS);
+    expect(n).toBeGreaterThanOrEqual(5); // the budget was used, not refused
+    const blocked = results.filter((r) => r.tripwire);
+    expect(blocked.length).toBeGreaterThan(0);
+    // Every block was the budget, none a guard that could not answer.
+    for (const r of blocked) expect(r.tripwire!.reason).toMatch(/^Cost guard: cost limit exceeded \(/);
+    expect(results.filter((r) => !r.tripwire).every((r) => r.text === 'All done.')).toBe(true);
+    expect(await openReservations(project.id)).toBe(0);
+    await tollgate.shutdown();
+  }, 120_000);
+});
