@@ -7,11 +7,7 @@ const service = {
   setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
-  moduleNameMapper: {
-    '^@tollgate/(contracts|database|ledger|platform|exporters|observability|metrics)$': '<rootDir>/libs/$1/src/index.ts',
-    '^@tollgate/observability/metrics$': '<rootDir>/libs/observability/src/metrics.ts',
-    '^@tollgate/sdk(/mastra)?$': '<rootDir>/libs/sdk/src$1/index.ts',
-  },
+  moduleNameMapper: require('./jest.aliases.js'),
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '<rootDir>/libs/processors/', '<rootDir>/test/faults/', '<rootDir>/test/bad-input/'],
 };

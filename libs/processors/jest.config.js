@@ -11,10 +11,7 @@ module.exports = {
   testEnvironment: 'node',
   // The end-to-end specs start the real API in process (Nest decorators, the @tollgate/* libs).
   transform: { '^.+\\.ts$': swcTs, '^.+\\.(c|m)?js$': swcJs },
-  moduleNameMapper: {
-    '^@tollgate/(contracts|database|ledger|platform)$': '<rootDir>/libs/$1/src/index.ts',
-    '^@tollgate/sdk(/mastra)?$': '<rootDir>/libs/sdk/src$1/index.ts',
-  },
+  moduleNameMapper: require('../../jest.aliases.js'),
   setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   testMatch: ['<rootDir>/libs/processors/**/*.spec.ts'],
