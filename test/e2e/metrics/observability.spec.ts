@@ -196,9 +196,7 @@ describe('Mastra-compatible metric queries', () => {
     await catchUp();
   }, 120_000);
 
-  it('replays to rollups identical to the incremental projection', async () => {
-    await catchUp();
-    const snapshot = () =>
+  const snapshot = () =>
       svc.prisma.$queryRawUnsafe<any[]>(`
         SELECT 'p' AS cube, r.project_id, r.granularity, r.name, r.bucket_start, d.key, r.count::text, r.sum::text, r.min, r.max, r.cost_micros::text, r.cost_count::text
           FROM metric_rollups r JOIN metric_dimensions d ON d.id = r.dims_id
@@ -206,11 +204,37 @@ describe('Mastra-compatible metric queries', () => {
         SELECT 's', r.project_id, 'h', r.name, r.bucket_start, d.key, r.count::text, r.sum::text, r.min, r.max, r.cost_micros::text, r.cost_count::text
           FROM metric_scope_rollups r JOIN metric_dimensions d ON d.id = r.dims_id
         ORDER BY 1, 2, 3, 4, 5, 6`);
+
+  it('replays to rollups identical to the incremental projection', async () => {
+    await catchUp();
     const before = await snapshot();
     expect(before.length).toBeGreaterThan(1000);
     const replayed = await projector.replay({ batchSize: 1000 });
     expect(replayed.caughtUp).toBe(true);
     expect(await snapshot()).toEqual(before);
+  }, 120_000);
+
+  it('replays while ingest goes on, and two projectors at once never count an event twice', async () => {
+    const c = await createProject(svc.url);
+    const events = generateEvents(4, 600, now, 'c');
+    // Ingest into C while the replay runs; a second projector (another worker process) competes.
+    const other = new MetricsProjector(svc.prisma);
+    const [replayed] = await Promise.all([
+      projector.replay({ batchSize: 300 }),
+      (async () => {
+        for (let i = 0; i < events.length; i += 100) await ingest(c, events.slice(i, i + 100));
+      })(),
+      (async () => {
+        for (let i = 0; i < 20; i++) await other.catchUp({ batchSize: 200 });
+      })(),
+    ]);
+    expect(replayed.caughtUp).toBe(true);
+    await Promise.all([catchUp(), other.catchUp({ batchSize: 500 })]);
+    await catchUp();
+    await checkAll(c, (n) => expect(n).toBe(0));
+    const concurrent = await snapshot();
+    await projector.replay({ batchSize: 2000 });
+    expect(await snapshot()).toEqual(concurrent);
   }, 120_000);
 
   it('answers the discovery routes with Mastra shapes from the flat query strings its client sends', async () => {
