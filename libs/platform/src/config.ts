@@ -23,6 +23,12 @@ const configSchema = z.object({
   GUARD_TIMEOUT_MS: durationMs.default(2000),
   /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
+  /** Requests per second each API key may make, summed over every API replica (Redis-backed); 0 turns the limit off. */
+  RATE_LIMIT_PER_KEY_PER_SECOND: z.coerce.number().min(0).default(5000),
+  /** Requests a key may make at once above its steady rate. */
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(10_000),
+  /** Past this the limiter lets the request through: ingest must not wait on Redis. */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: durationMs.default(50),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;
