@@ -20,7 +20,7 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   const adapter = new FastifyAdapter({
     bodyLimit: config.INGEST_MAX_BODY_BYTES,
     // Past Fastify's default of 100 a long id got the router's own 414; ids are checked (≤ 256) by the route.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
     // Reject a JSON body with __proto__ or constructor.prototype instead of silently keeping it.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
