@@ -59,6 +59,7 @@ function specs(project: TestProject, reservationId: string): EndpointSpec[] {
       required: [['events'], ['events', 0, 'eventId'], ['events', 0, 'occurredAt'], ['events', 0, 'traceId'], ['events', 0, 'entityType'], ['events', 0, 'provider'], ['events', 0, 'model'], ['events', 0, 'usage'], ['events', 0, 'usage', 'inputTokens'], ['events', 0, 'usage', 'outputTokens']],
       reals: [['events', 0, 'cost', 'amount'], ['events', 0, 'durationMs']],
       timestamps: [['events', 0, 'occurredAt']],
+      records: [['events', 0, 'labels']],
       freeText: ['eventId', 'traceId', 'spanId', 'runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityType', 'entityName', 'provider', 'model', 'finishReason', 'reservationId', 'environment', 'serviceName']
         .map((k) => ['events', 0, k] as (string | number)[])
         .concat([['events', 0, 'cost', 'source'], ['events', 0, 'labels', 'team'], ['events', 0, 'tags', 0]]),

@@ -52,6 +52,8 @@ export interface EndpointSpec {
   reals: Path[];
   /** Leaf paths holding timestamps. */
   timestamps: Path[];
+  /** Objects that are free-form string maps (labels): any key with a string value is valid there. */
+  records?: Path[];
   /** Leaf string paths whose format is free (any printable id): an injection string there is valid data. */
   freeText: Path[];
 }
@@ -73,7 +75,8 @@ export const INJECTIONS = [
   '\\x27 OR 1=1',
 ];
 
-const CONTROL = ['\u0000', '\u0001', '\u0007', '\b', '\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009f', '\ud800'];
+// Every C0 and C1 control character, DEL, and both halves of a surrogate pair alone.
+const CONTROL = [...Array.from({ length: 32 }, (_, i) => i), 0x7f, ...Array.from({ length: 32 }, (_, i) => 0x80 + i), 0xd800, 0xdfff].map((c) => String.fromCharCode(c));
 
 const RAW = '__RAW_SENTINEL__';
 
@@ -182,6 +185,8 @@ const EMPTY: [string, string][] = [
 
 const UNKNOWN_KEYS = ['extra', 'inputTokenz', 'projectId', 'project_id', 'constructor', 'prototype', 'toString', '$where', 'id ', ' id', 'UsAgE', '\u00e9t\u00e9', '__proto', '__proto__x'];
 
+const UNKNOWN_VALUES: Json[] = [1, 'x', null, {}, []];
+
 const MIB = 1024 * 1024;
 
 export function generate(spec: EndpointSpec): BadRequest[] {
@@ -248,7 +253,8 @@ export function generate(spec: EndpointSpec): BadRequest[] {
     }
     if (spec.timestamps.some((t) => same(t, path))) for (const ts of BAD_TIMESTAMPS) emit('timestamp', `${f} = ${ts}`, mutate((b) => set(b, path, ts)), f);
     if (kind === 'object') {
-      for (const key of UNKNOWN_KEYS) emit('unknown-field', `${f}.${key}`, mutate((b) => set(b, [...path, key], 1)), fieldPath([...path, key]));
+      const record = spec.records?.some((r) => same(r, path));
+      for (const key of UNKNOWN_KEYS) for (const v of UNKNOWN_VALUES) if (!(record && typeof v === 'string')) emit('unknown-field', `${f}.${key} = ${JSON.stringify(v)}`, mutate((b) => set(b, [...path, key], v)), fieldPath([...path, key]));
       for (const depth of [40, 1000, 100_000]) {
         out.push({ endpoint: spec.name, category: 'deep-nesting', what: `${f} nested ${depth} deep (arrays)`, method: spec.method, path: url, body: rawAt(path, '['.repeat(depth) + ']'.repeat(depth)), contentType: 'application/json' });
         out.push({ endpoint: spec.name, category: 'deep-nesting', what: `${f} nested ${depth} deep (objects)`, method: spec.method, path: url, body: rawAt(path, '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)), contentType: 'application/json' });
@@ -256,7 +262,7 @@ export function generate(spec: EndpointSpec): BadRequest[] {
     }
   }
   // Root level: unknown keys, nesting, duplicate keys everywhere.
-  for (const key of UNKNOWN_KEYS) emit('unknown-field', `root.${key}`, mutate((b) => set(b, [key], 1)), fieldPath([key]));
+  for (const key of UNKNOWN_KEYS) for (const v of UNKNOWN_VALUES) emit('unknown-field', `root.${key} = ${JSON.stringify(v)}`, mutate((b) => set(b, [key], v)), fieldPath([key]));
   for (const depth of [40, 1000, 100_000]) {
     emit('deep-nesting', `root.extra nested ${depth} deep`, undefined, undefined, { body: JSON.stringify(spec.body).replace(/}$/, `,"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`) });
     out.push({ endpoint: spec.name, category: 'deep-nesting', what: `whole body ${depth} deep`, method: spec.method, path: url, body: '['.repeat(depth) + ']'.repeat(depth), contentType: 'application/json' });
@@ -285,7 +291,7 @@ export function generate(spec: EndpointSpec): BadRequest[] {
     const withParam = (value: string) => spec.url({ ...spec.params, [param]: encodeURIComponent(value) });
     for (const c of CONTROL) {
       const name = `U+${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-      if (c === '\ud800') continue; // not encodable in a URL
+      if (c === '\ud800' || c === '\udfff') continue; // not encodable in a URL
       for (const [where, value] of [['inside', `p${c}q`], ['alone', c], ['at the end', `pq${c}`]] as const) {
         out.push({ endpoint: spec.name, category: 'control-chars', what: `:${param} with ${name} ${where}`, method: spec.method, path: withParam(value), body: JSON.stringify(spec.body), contentType: 'application/json', field: param });
       }
@@ -299,10 +305,13 @@ export function generate(spec: EndpointSpec): BadRequest[] {
   const singles = out.filter((c) => ['wrong-type', 'bad-number', 'control-chars', 'injection', 'timestamp', 'unknown-field', 'missing-field'].includes(c.category) && typeof c.body === 'string' && c.path === url && c.body.length < 100_000);
   let seed = 7;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  for (let i = 0; out.length < 1100 && singles.length > 1; i++) {
+  const seen = new Set(out.map((c) => String(c.body)));
+  for (let i = 0; out.length < 1100 && singles.length > 1 && i < 100_000; i++) {
     const a = singles[Math.floor(rnd() * singles.length)];
     const b = singles[Math.floor(rnd() * singles.length)];
     const merged = mergeMutations(spec.body, JSON.parse(a.body as string), JSON.parse(b.body as string));
+    if (seen.has(JSON.stringify(merged))) continue;
+    seen.add(JSON.stringify(merged));
     out.push({ endpoint: spec.name, category: 'combined', what: `${a.what} + ${b.what}`, method: spec.method, path: url, body: JSON.stringify(merged), contentType: 'application/json' });
   }
   return out;
