@@ -1,7 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createLogger, HttpExceptionFilter, PlatformModule, type AppConfig } from '@tollgate/platform';
+import { createLogger, HttpExceptionFilter, PlatformModule, strictJsonParser, type AppConfig } from '@tollgate/platform';
 import { ApiFeaturesModule } from './api.module';
 
 @Module({})
@@ -19,6 +19,8 @@ class RootModule {
 export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: config.INGEST_MAX_BODY_BYTES,
+    // Past Fastify's default of 100 a long id got the router's own 414; ids are checked (≤ 256) by the route.
+    routerOptions: { maxParamLength: 1024 },
     // Reject a JSON body with __proto__ or constructor.prototype instead of silently keeping it.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -27,13 +29,20 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     logger: false,
   });
   const logger = createLogger(config.LOG_LEVEL);
-  const app = await NestFactory.create<NestFastifyApplication>(RootModule.with(config, [ApiFeaturesModule, ...extraFeatures]), adapter, { logger });
+  const app = await NestFactory.create<NestFastifyApplication>(RootModule.with(config, [ApiFeaturesModule, ...extraFeatures]), adapter, { logger, bodyParser: false });
   app.useGlobalFilters(new HttpExceptionFilter());
   app.enableShutdownHooks();
 
   const fastify = app.getHttpAdapter().getInstance();
-  // JSON only: a text/plain body is a client mistake (415), not a string to validate.
+  // JSON only: a text/plain or form body is a client mistake (415), not a string to validate
+  // (Nest's own body parsers are off, so no urlencoded parser is registered).
   fastify.removeContentTypeParser('text/plain');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer', bodyLimit: config.INGEST_MAX_BODY_BYTES },
+    strictJsonParser(fastify.getDefaultJsonParser('error', 'error') as never),
+  );
   // One line per request: method, route, status, time — at debug level for successes, since
   // guard checks come by the thousand per second. Never headers: they carry keys.
   fastify.addHook('onResponse', (req, reply, done) => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idSchema } from './step-event';
+import { idSchema, shortText } from './step-event';
 
 export const SCOPES = ['run', 'thread', 'resource', 'user', 'organization', 'session'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -19,7 +19,8 @@ export const WINDOW_MS: Record<Window, number> = {
 export const LIMIT_TYPES = ['cost', 'totalTokens', 'inputTokens', 'outputTokens'] as const;
 export type LimitType = (typeof LIMIT_TYPES)[number];
 
-const amount = z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive');
+// Bounded so that a limit in micro-units always fits a bigint column.
+const amount = z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive').max(1e9, 'must be at most 1000000000');
 const tokenLimit = z.number({ error: 'must be a number' }).int('must be an integer').positive('must be positive').max(1e15, 'must be at most 1e15');
 
 /** The step's ids; `runId` stands for the trace when no traceId is given. */
@@ -54,8 +55,8 @@ export const guardLimitSchema = z
 export type GuardLimit = z.infer<typeof guardLimitSchema>;
 
 export const guardEstimateSchema = z.strictObject({
-  provider: z.string().min(1).max(128),
-  model: z.string().min(1).max(256),
+  provider: shortText(128),
+  model: shortText(256),
   inputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
   maxOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
 });

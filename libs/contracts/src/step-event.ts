@@ -16,7 +16,8 @@ export const idSchema = z
   .max(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`)
   .regex(noControl, 'must not contain control characters');
 
-const shortText = (max: number) =>
+/** A bounded, printable text (no control characters). */
+export const shortText = (max: number) =>
   z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).regex(noControl, 'must not contain control characters');
 
 const tokens = z

@@ -32,6 +32,12 @@ const configSchema = z.object({
   EXPORTS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Requests per second each API key may make, summed over every API replica (Redis-backed); 0 turns the limit off. */
+  RATE_LIMIT_PER_KEY_PER_SECOND: z.coerce.number().min(0).default(5000),
+  /** Requests a key may make at once above its steady rate. */
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(10_000),
+  /** Past this the limiter lets the request through: ingest must not wait on Redis. */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: durationMs.default(50),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;

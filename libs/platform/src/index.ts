@@ -20,3 +20,5 @@ export { ZodPipe } from './http/zod.pipe';
 export { Documented, buildOpenApi } from './http/documented';
 export type { RouteDoc } from './http/documented';
 export { Clock } from './clock';
+export { strictJsonParser, findJsonStructureProblem, MAX_JSON_DEPTH } from './http/json-body';
+export { RateLimiter } from './rate-limit/rate-limiter';

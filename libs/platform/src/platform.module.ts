@@ -7,6 +7,7 @@ import { Config, type AppConfig } from './config';
 import { JobHandlers } from './queues/job-handlers';
 import { QueueErrors } from './queues/queue-errors';
 import { QUEUE_NAMES } from './queues/queues';
+import { RateLimiter } from './rate-limit/rate-limiter';
 import { RedisClient, redisOptions } from './redis';
 
 /**
@@ -25,6 +26,7 @@ export class PlatformModule {
       JobHandlers,
       Clock,
       QueueErrors,
+      RateLimiter,
     ];
     const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
     return {

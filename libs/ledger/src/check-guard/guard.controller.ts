@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { guardCheckRequestSchema, type GuardCheckRequest } from '@tollgate/contracts';
+import { guardCheckRequestSchema, idSchema, type GuardCheckRequest } from '@tollgate/contracts';
 import { EVENT_SELECT, PrismaService } from '@tollgate/database';
-import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { ReservationsService } from '../reservations/reservations.service';
 import { CheckGuard } from './check-guard.command';
@@ -35,7 +35,13 @@ export class GuardController {
   @HttpCode(200)
   @RequireScope('guard')
   @Documented({ summary: 'Release a reservation (idempotent); its budget is free at once', tag: 'guard', auth: 'guard' })
-  release(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+  release(@CurrentPrincipal() principal: Principal, @Param('id', new ZodPipe(idSchema, 'id')) id: string, @Body() body: unknown) {
+    // The route takes no body; anything but none or {} is a client mistake, not something to ignore.
+    const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+    if (body !== undefined && !(isObject && Object.keys(body).length === 0)) {
+      const field = isObject ? Object.keys(body)[0] : '(body)';
+      throw new AppError('validation_failed', `${field} is not a known field (this route takes no body)`, field);
+    }
     return this.reservations.release(principal.projectId, id);
   }
 

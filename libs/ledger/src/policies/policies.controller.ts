@@ -61,7 +61,7 @@ export class PoliciesController {
   @HttpCode(204)
   @RequireScope('admin')
   @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin' })
-  async remove(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {
+  async remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
     const { count } = await this.prisma.policy.deleteMany({ where: { projectId: principal.projectId, name } });
     if (!count) throw new AppError('not_found', `No policy ${name} in this project`, 'name');
   }

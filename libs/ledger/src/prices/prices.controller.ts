@@ -3,13 +3,18 @@ import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { idSchema } from '@tollgate/contracts';
+import { EARLIEST_OCCURRED_AT, idSchema } from '@tollgate/contracts';
+
+const LATEST_EFFECTIVE_FROM = Date.UTC(2100, 0, 1);
 
 const rate = z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(1_000_000, 'must be at most 1000000');
 
 export const putPriceSchema = z.strictObject({
   /** From when this price applies (events are priced at their occurredAt). Defaults to now. */
-  effectiveFrom: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' }).optional(),
+  effectiveFrom: z.iso
+    .datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' })
+    .refine((s) => Date.parse(s) >= EARLIEST_OCCURRED_AT && Date.parse(s) < LATEST_EFFECTIVE_FROM, 'must be between 2000-01-01 and 2100-01-01')
+    .optional(),
   currency: z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD').default('USD'),
   inputPerMillion: rate,
   outputPerMillion: rate,

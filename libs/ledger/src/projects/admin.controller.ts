@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Post, UseGuards } from '@nestjs/common';
+import { idSchema } from '@tollgate/contracts';
 import { AuthGuard, Documented, RequireAdminToken, ZodPipe } from '@tollgate/platform';
 import type { z } from 'zod';
 import { createKeySchema, createProjectSchema, keyResponse, projectResponse } from './projects.schemas';
@@ -19,19 +20,19 @@ export class AdminController {
 
   @Post(':projectId/keys')
   @Documented({ summary: 'Create an API key for a project (the key is shown once)', tag: 'admin', auth: 'admin-token', body: createKeySchema, response: keyResponse })
-  createKey(@Param('projectId') projectId: string, @Body(new ZodPipe(createKeySchema)) body: z.infer<typeof createKeySchema>) {
+  createKey(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string, @Body(new ZodPipe(createKeySchema)) body: z.infer<typeof createKeySchema>) {
     return this.projects.createKey(projectId, body);
   }
 
   @Get(':projectId/keys')
   @Documented({ summary: "List a project's keys (never the keys themselves)", tag: 'admin', auth: 'admin-token' })
-  listKeys(@Param('projectId') projectId: string) {
+  listKeys(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string) {
     return this.projects.listKeys(projectId);
   }
 
   @Delete(':projectId/keys/:keyId')
   @Documented({ summary: 'Revoke a key; it stops working at once', tag: 'admin', auth: 'admin-token' })
-  revokeKey(@Param('projectId') projectId: string, @Param('keyId') keyId: string) {
+  revokeKey(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string, @Param('keyId', new ZodPipe(idSchema, 'keyId')) keyId: string) {
     return this.projects.revokeKey(projectId, keyId);
   }
 }

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { shortText } from '@tollgate/contracts';
 import { KEY_SCOPES } from '@tollgate/platform';
 
 export const createProjectSchema = z.strictObject({
-  name: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  name: shortText(200),
   /** What the guard does with usage whose model has no price: count its tokens only, or deny cost-limited steps. */
   unpricedPolicy: z.enum(['count_tokens', 'deny']).default('count_tokens'),
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{2,62}$/, 'must be 3-63 lowercase letters, digits, - or _').optional(),
@@ -10,7 +11,7 @@ export const createProjectSchema = z.strictObject({
 
 export const createKeySchema = z.strictObject({
   scopes: z.array(z.enum(KEY_SCOPES)).min(1, 'must name at least one scope').refine((s) => new Set(s).size === s.length, 'must not repeat a scope'),
-  name: z.string().min(1).max(200).optional(),
+  name: shortText(200).optional(),
 });
 
 export const projectResponse = z.object({ id: z.string(), name: z.string(), unpricedPolicy: z.string(), createdAt: z.string() });

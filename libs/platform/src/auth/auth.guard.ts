@@ -4,6 +4,7 @@ import { PrismaService } from '@tollgate/database';
 import type { FastifyRequest } from 'fastify';
 import { Config } from '../config';
 import { AppError } from '../errors/app-error';
+import { RateLimiter } from '../rate-limit/rate-limiter';
 import { parseKey, secretMatches, tokensMatch, type KeyScope } from './api-key';
 
 export interface Principal {
@@ -30,7 +31,7 @@ function bearer(req: FastifyRequest): string | null {
 }
 
 /**
- * Authenticates every route that declares a scope or the admin token. The key row is read on
+ * Authenticates every route that declares a scope or the admin token, then applies the key's rate limit. The key row is read on
  * every request, so a revoked key stops working at once on every replica.
  */
 @Injectable()
@@ -39,6 +40,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly prisma: PrismaService,
     private readonly config: Config,
+    private readonly limiter: RateLimiter,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -69,6 +71,10 @@ export class AuthGuard implements CanActivate {
     }
     if (!row.scopes.includes(scope!)) {
       throw new AppError('forbidden', `This key lacks the '${scope}' scope (it has: ${row.scopes.join(', ') || 'none'})`);
+    }
+    const waitMs = await this.limiter.take(parsed.id);
+    if (waitMs > 0) {
+      throw new AppError('rate_limited', `This key made more than ${this.config.values.RATE_LIMIT_PER_KEY_PER_SECOND} requests per second; retry after the Retry-After header`, undefined, Math.ceil(waitMs / 1000));
     }
     req.principal = { projectId: row.project_id, keyId: parsed.id, scopes: row.scopes as KeyScope[] };
     return true;

@@ -41,7 +41,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         status === 400 && /JSON|body cannot be empty/i.test(exception.message)
           ? 'invalid_json'
           : ((Object.entries(ERROR_STATUS).find(([, s]) => s === status)?.[0] ?? 'internal') as ErrorCode);
-      const field = status === 400 || status === 413 || status === 415 ? { field: '(body)' } : {};
+      const field = status === 415 ? { field: 'content-type' } : status === 400 || status === 413 ? { field: '(body)' } : {};
       return { status, body: { statusCode: status, code, message: exception.message, ...field } };
     }
     if (isUnavailable(exception)) {

@@ -1,0 +1,63 @@
+import { Injectable } from '@nestjs/common';
+import { Config } from '../config';
+import { RedisClient } from '../redis';
+
+/**
+ * GCRA (a token bucket kept as one timestamp per key): the key's "theoretical arrival time" moves
+ * one interval ahead per request; a request is refused while that time is more than `burst`
+ * intervals ahead of now. Redis's own clock, so API replicas on different machines agree.
+ * Answers 0 when the request may pass, otherwise the milliseconds to wait.
+ */
+const GCRA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local newTat = tat + interval
+local wait = newTat - burst * interval - now
+if wait > 0 then return math.max(1, math.ceil(wait / 1000)) end
+redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000) + 1)
+return 0
+`;
+
+type WithGcra = { tollgateGcra(key: string, intervalMicros: number, burst: number): Promise<number> };
+
+/**
+ * Per-key request limit shared by every API replica through Redis. Fails open: when Redis is down
+ * or slower than RATE_LIMIT_REDIS_TIMEOUT_MS the request passes, because ingest must keep
+ * committing to PostgreSQL without Redis.
+ */
+@Injectable()
+export class RateLimiter {
+  private readonly intervalMicros: number;
+  private readonly burst: number;
+  private readonly timeoutMs: number;
+  private readonly prefix: string;
+
+  constructor(
+    config: Config,
+    private readonly client: RedisClient,
+  ) {
+    const rate = config.values.RATE_LIMIT_PER_KEY_PER_SECOND;
+    this.intervalMicros = rate > 0 ? 1e6 / rate : 0;
+    this.burst = config.values.RATE_LIMIT_BURST;
+    this.timeoutMs = config.values.RATE_LIMIT_REDIS_TIMEOUT_MS;
+    this.prefix = `${config.values.QUEUE_PREFIX}:rate:`;
+    client.redis.defineCommand('tollgateGcra', { numberOfKeys: 1, lua: GCRA });
+  }
+
+  /** Takes one request from `keyId`'s allowance; the milliseconds to wait when there is none, else 0. */
+  async take(keyId: string): Promise<number> {
+    if (this.intervalMicros === 0 || this.client.redis.status !== 'ready') return 0;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const timeout = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), this.timeoutMs)));
+      const call = (this.client.redis as unknown as WithGcra).tollgateGcra(this.prefix + keyId, this.intervalMicros, this.burst).catch(() => 0);
+      return Number(await Promise.race([call, timeout]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
