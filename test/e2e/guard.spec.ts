@@ -229,6 +229,28 @@ describe('POST /v1/guard/check', () => {
     });
   });
 
+  describe('unpriced usage (a model with no price)', () => {
+    const unknown = { provider: 'acme', model: 'acme-large-9' };
+    it('counts its tokens but adds no cost by default', async () => {
+      const resourceId = `r-${randomUUID()}`;
+      await ingest([stepEvent({ resourceId, ...unknown })]);
+      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.000001 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] });
+      expect(res.body.decision).toBe('allow');
+      expect(res.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ totalTokens: 1200, estimatedCost: 0, unpricedEvents: 1 });
+    });
+
+    it('denies cost-limited steps when the project says so, and leaves token limits alone', async () => {
+      const strict = await createProject(svc.url, ['ingest', 'guard', 'read', 'admin'], { unpricedPolicy: 'deny' });
+      const resourceId = `r-${randomUUID()}`;
+      await ingest([stepEvent({ resourceId, ...unknown })], strict);
+      const costLimited = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 100 }] }, strict);
+      expect(costLimited.body.decision).toBe('deny');
+      expect(costLimited.body.violations[0]).toMatchObject({ limitType: 'cost', limit: 100 });
+      const tokenLimited = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 1_000_000 }] }, strict);
+      expect(tokenLimited.body.decision).toBe('allow');
+    });
+  });
+
   describe('audit', () => {
     it('records every denial and warning as a GuardDecided event, queryable by scope; dry runs are not recorded', async () => {
       const resourceId = `r-${randomUUID()}`;
