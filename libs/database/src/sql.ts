@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 
 /**
@@ -10,10 +11,26 @@ export interface Sql {
   query<T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]>;
 }
 
+const names = new Map<string, string>();
+
+/**
+ * Statements are prepared once per connection (named by a hash of their text): the guard's usage
+ * read is a UNION of up to seven parts whose planning would otherwise be paid on every check.
+ */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    if (names.size > 5000) names.clear();
+    names.set(text, name);
+  }
+  return name;
+}
+
 export function poolSql(pool: Pool | PoolClient): Sql {
   return {
     async query<T>(text: string, ...params: unknown[]): Promise<T[]> {
-      const result = await pool.query(text, params);
+      const result = await pool.query({ name: statementName(text), text, values: params });
       return result.rows as T[];
     },
   };

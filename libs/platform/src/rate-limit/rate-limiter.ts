@@ -13,16 +13,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local n = tonumber(ARGV[3] or '1')
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
-local newTat = tat + interval
+local newTat = tat + n * interval
 local wait = newTat - burst * interval - now
 if wait > 0 then return math.max(1, math.ceil(wait / 1000)) end
 redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000) + 1)
 return 0
 `;
 
-type WithGcra = { tollgateGcra(key: string, intervalMicros: number, burst: number): Promise<number> };
+type WithGcra = { tollgateGcra(key: string, intervalMicros: number, burst: number, permits: number): Promise<number> };
+
+/** Permits taken from Redis at once and spent locally; unspent ones are dropped after this long. */
+const LEASE_MS = 1000;
 
 /**
  * Per-key request limit shared by every API replica through Redis. Fails open: when Redis is down
@@ -35,6 +39,9 @@ export class RateLimiter {
   private readonly burst: number;
   private readonly timeoutMs: number;
   private readonly prefix: string;
+  /** How many permits one Redis call takes: 1 for small bursts (exact), up to 50 for large ones. */
+  private readonly lease: number;
+  private readonly leases = new Map<string, { permits: number; until: number }>();
 
   constructor(
     config: Config,
@@ -45,16 +52,34 @@ export class RateLimiter {
     this.burst = config.values.RATE_LIMIT_BURST;
     this.timeoutMs = config.values.RATE_LIMIT_REDIS_TIMEOUT_MS;
     this.prefix = `${config.values.QUEUE_PREFIX}:rate:`;
+    // One Redis round trip per request would cost the guard's hot path more than the check itself;
+    // a lease of permits (already counted in Redis, so replicas still share one limit) amortizes it.
+    this.lease = Math.max(1, Math.min(50, Math.floor(this.burst / 20)));
     client.redis.defineCommand('tollgateGcra', { numberOfKeys: 1, lua: GCRA });
   }
 
   /** Takes one request from `keyId`'s allowance; the milliseconds to wait when there is none, else 0. */
   async take(keyId: string): Promise<number> {
     if (this.intervalMicros === 0 || this.client.redis.status !== 'ready') return 0;
+    const now = Date.now();
+    const held = this.leases.get(keyId);
+    if (held && held.permits > 0 && held.until > now) {
+      held.permits -= 1;
+      return 0;
+    }
+    if (this.lease > 1 && (await this.call(keyId, this.lease)) === 0) {
+      this.leases.set(keyId, { permits: this.lease - 1, until: now + LEASE_MS });
+      return 0;
+    }
+    this.leases.delete(keyId);
+    return this.call(keyId, 1);
+  }
+
+  private async call(keyId: string, permits: number): Promise<number> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), this.timeoutMs)));
-      const call = (this.client.redis as unknown as WithGcra).tollgateGcra(this.prefix + keyId, this.intervalMicros, this.burst).catch(() => 0);
+      const call = (this.client.redis as unknown as WithGcra).tollgateGcra(this.prefix + keyId, this.intervalMicros, this.burst, permits).catch(() => 0);
       return Number(await Promise.race([call, timeout]));
     } finally {
       clearTimeout(timer);
