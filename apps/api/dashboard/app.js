@@ -103,12 +103,16 @@ async function route() {
     const content = document.createElement('div');
     content.className = 'grid';
     content.dataset.page = page;
+    // The exact range the page asked for (tests and curious users can repeat the queries).
+    content.dataset.start = range.start.toISOString();
+    content.dataset.end = range.end.toISOString();
     // Rendered off-screen first, then swapped in whole, so a stale render never mixes with a new one.
     const finish = await render(content, ctx);
     if (!ctx.isCurrent()) return;
     view.replaceChildren(content);
     finish?.();
     showLag();
+    view.dataset.hash = location.hash;
     view.dataset.state = 'ready';
   } catch (err) {
     if (!ctx.isCurrent()) return;

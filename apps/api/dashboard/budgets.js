@@ -21,9 +21,9 @@ export async function renderBudgets(el, { range, href }) {
     const key = `${col}|${span}|${l.names}`;
     if (!cache.has(key)) {
       const timestamp = { start: new Date(now - span).toISOString(), end: new Date(now).toISOString() };
-      cache.set(key, metrics.breakdown({ name: l.names, groupBy: [col], aggregation: 'sum', filters: { timestamp }, limit: 1000 }));
+      cache.set(key, metrics.breakdown({ name: l.names, groupBy: [col], aggregation: 'sum', filters: { timestamp }, limit: 1000 }).then((r) => ({ timestamp, groups: r.groups.filter((g) => g.dimensions[col] !== null) })));
     }
-    return cache.get(key).then((r) => r.groups.filter((g) => g.dimensions[col] !== null));
+    return cache.get(key);
   };
   const usage = await Promise.all(limits.map(usageOf));
 
@@ -32,7 +32,7 @@ export async function renderBudgets(el, { range, href }) {
     <div class="budget-grid">${limits.map((l, i) => policyCard(l, usage[i], href, range)).join('')}</div>`;
 }
 
-function policyCard(l, groups, href, range) {
+function policyCard(l, { groups, timestamp }, href, range) {
   const { policy, type, limit, label } = l;
   const col = SCOPE_FILTER[policy.scope];
   const value = (g) => l.pick(g) ?? 0;
@@ -57,7 +57,7 @@ function policyCard(l, groups, href, range) {
       </tr>`;
     })
     .join('');
-  return `<section class="panel budget" data-testid="policy" data-policy="${escapeHtml(policy.name)}" data-limit-type="${type}">
+  return `<section class="panel budget" data-testid="policy" data-policy="${escapeHtml(policy.name)}" data-limit-type="${type}" data-start="${timestamp.start}" data-end="${timestamp.end}">
     <header><h3>${escapeHtml(policy.name)}</h3><span>${over ? `<span class="badge hard">${int(over)} at limit</span> ` : ''}${soft ? `<span class="badge soft">${int(soft)} past soft</span>` : ''}${!over && !soft ? '<span class="badge ok">all within budget</span>' : ''}</span></header>
     <div class="figures"><span><span class="big" data-testid="policy-limit">${escapeHtml(fmt(limit))}</span> <span class="muted">${escapeHtml(label)} per ${escapeHtml(policy.scope)}</span></span></div>
     <div class="facts"><span class="badge">${escapeHtml(windowText)}</span><span class="badge">${policy.strategy === 'block' ? 'blocks' : 'warns only'}</span>${policy.warnAtPercent !== undefined ? `<span class="badge soft">soft at ${policy.warnAtPercent}%</span>` : ''}${policy.entityName ? `<span class="badge">agent ${escapeHtml(policy.entityName)}</span>` : ''}</div>

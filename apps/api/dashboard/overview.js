@@ -40,8 +40,8 @@ export async function renderOverview(el, { range, href }) {
       ${kpi('cost-per-step', 'Cost per step', steps.value ? money((totals.estimatedCost ?? 0) / steps.value, unit ?? 'USD') : '—', null, null, 'average over the window')}
     </div>
     <div class="grid cols-2">
-      <section class="panel"><header><h2>Cost</h2>${legend()}</header><div class="chart" id="chart-cost"></div></section>
-      <section class="panel"><header><h2>Tokens</h2>${legend()}</header><div class="chart" id="chart-tokens"></div></section>
+      <section class="panel"><header><h2>Cost</h2><span class="muted small">per ${escapeHtml(range.interval)}, dashed: previous period</span></header><div class="chart" id="chart-cost"></div></section>
+      <section class="panel"><header><h2>Tokens</h2><span class="muted small">per ${escapeHtml(range.interval)}, dashed: previous period</span></header><div class="chart" id="chart-tokens"></div></section>
     </div>
     <div class="grid cols-3">
       ${table('models', 'Top models', models.groups, (d) => `${d.provider ?? '—'} / ${d.model ?? '—'}`, null, unit)}
@@ -81,10 +81,6 @@ function kpi(id, label, text, raw, delta, note) {
     <div class="value" data-testid="kpi-${id}-value" data-value="${raw ?? ''}">${escapeHtml(text)}</div>
     <div class="delta">${delta ? `<span class="${dir}" data-testid="kpi-${id}-change">${escapeHtml(delta)}</span> vs previous period · ` : ''}${escapeHtml(note)}</div>
   </div>`;
-}
-
-function legend() {
-  return '<span class="legend-note"><span><i class="swatch"></i>this period</span><span><i class="swatch prev"></i>previous period</span></span>';
 }
 
 function table(id, title, groups, name, link, fallbackUnit) {
