@@ -31,8 +31,10 @@ const AGENTS = ['support-agent', 'billing-agent', 'research-agent'];
 
 // The same formats as the page's format.js, in the locale the browser is given.
 const intText = (v: number) => new Intl.NumberFormat(LOCALE, { maximumFractionDigits: 0 }).format(v);
-const moneyText = (v: number, unit: string) =>
-  new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: 2, maximumFractionDigits: Math.abs(v) >= 1 || v === 0 ? 2 : 4 }).format(v);
+const moneyText = (v: number, unit: string) => {
+  const digits = Math.abs(v) >= 1 || v === 0 ? 2 : 4;
+  return new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
+};
 
 let service: RunningService;
 let project: TestProject;

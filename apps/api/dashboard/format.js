@@ -8,7 +8,7 @@ const signedPctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFr
 const dateTimeFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
 const moneyFmts = new Map();
 
-/** Digits a cost needs: agents' costs are often fractions of a cent. */
+/** Digits a cost needs: agents' costs are often fractions of a cent (fixed, so columns line up). */
 export const costDigits = (amount) => (Math.abs(amount) >= 1 || amount === 0 ? 2 : 4);
 
 function moneyFormat(unit, digits) {
@@ -16,10 +16,10 @@ function moneyFormat(unit, digits) {
   if (!moneyFmts.has(key)) {
     let fmt;
     try {
-      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: 2, maximumFractionDigits: digits });
+      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits });
     } catch {
       // Not an ISO 4217 code (e.g. "credits"): a plain number followed by the unit.
-      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: digits });
+      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits });
       fmt = { format: (v) => `${plain.format(v)} ${unit}` };
     }
     moneyFmts.set(key, fmt);
@@ -35,7 +35,7 @@ export function money(amount, unit) {
 }
 
 function intlNumber(v, digits) {
-  return new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: digits }).format(v);
+  return new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
 }
 
 export const int = (v) => (v === null || v === undefined ? '—' : intFmt.format(v));
