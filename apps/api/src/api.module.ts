@@ -4,11 +4,12 @@ import { LedgerHttpModule } from '@tollgate/ledger';
 import { ObservabilityHttpModule } from '@tollgate/observability';
 import { MetricsHttpModule } from '@tollgate/metrics';
 import { HealthController } from '@tollgate/platform';
+import { DashboardController } from './dashboard.controller';
 import { DocsController } from './docs.controller';
 
 /** Everything the HTTP API serves (the platform module is added by the entrypoint). */
 @Module({
   imports: [LedgerHttpModule, ExportersHttpModule, ObservabilityHttpModule, MetricsHttpModule],
-  controllers: [HealthController, DocsController],
+  controllers: [HealthController, DocsController, DashboardController],
 })
 export class ApiFeaturesModule {}

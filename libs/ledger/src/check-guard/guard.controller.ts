@@ -4,6 +4,7 @@ import { guardCheckRequestSchema, idSchema, type GuardCheckRequest } from '@toll
 import { EVENT_SELECT, PrismaService } from '@tollgate/database';
 import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
+import { policyView } from '../policies/policies.controller';
 import { ReservationsService } from '../reservations/reservations.service';
 import { CheckGuard } from './check-guard.command';
 
@@ -11,6 +12,12 @@ const decisionsQuery = z.strictObject({
   scopeKey: z.string().regex(/^(run|thread|resource|user|organization|session):.+$/, 'must look like resource:<id>').optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
+
+const usageQuery = z.strictObject({
+  scopeKey: z.string().regex(/^(run|thread|resource|user|organization|session):.+$/, 'must look like resource:<id>'),
+});
+
+const CONTEXT_FIELDS: Record<string, string> = { run: 'traceId', thread: 'threadId', resource: 'resourceId', user: 'userId', organization: 'organizationId', session: 'sessionId' };
 
 const SCOPE_COLUMNS: Record<string, string> = { run: 'trace_id', thread: 'thread_id', resource: 'resource_id', user: 'user_id', organization: 'organization_id', session: 'session_id' };
 
@@ -43,6 +50,38 @@ export class GuardController {
       throw new AppError('validation_failed', `${field} is not a known field (this route takes no body)`, field);
     }
     return this.reservations.release(principal.projectId, id);
+  }
+
+  /**
+   * What a dry-run check without an estimate answers, for a `read` key (the dashboard's): the
+   * scope's usage in the window of every stored policy on its scope, and the policies themselves.
+   * A policy limited to one entity applies to that entity's steps, so it is evaluated with that
+   * entityName; its usage is the scope's usage all the same.
+   */
+  @Get('usage')
+  @RequireScope('read')
+  @Documented({ summary: "A scope's usage against every stored policy on it (a dry-run check, read-only)", tag: 'guard', auth: 'read', query: usageQuery })
+  async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
+    const [scope, ...rest] = q.scopeKey.split(':');
+    const id = rest.join(':');
+    const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId, scope }, orderBy: { name: 'asc' } });
+    const entityNames = [...new Set(rows.map((r) => r.entityName ?? undefined))];
+    if (!entityNames.length) entityNames.push(undefined);
+    const answers = await Promise.all(
+      entityNames.map((entityName) =>
+        this.commands.execute(
+          new CheckGuard(principal.projectId, guardCheckRequestSchema.parse({ context: { [CONTEXT_FIELDS[scope]]: id, ...(entityName ? { entityName } : {}) }, dryRun: true })),
+        ),
+      ),
+    );
+    return {
+      scopeKey: q.scopeKey,
+      policies: rows.map((r) => ({ ...policyView(r), usageKey: scope === 'run' ? q.scopeKey : `${q.scopeKey}@${r.window}` })),
+      usage: Object.assign({}, ...answers.map((a) => a.usage)),
+      violations: answers.flatMap((a) => a.violations),
+      warnings: answers.flatMap((a) => a.warnings),
+      asOf: answers[0].asOf,
+    };
   }
 
   @Get('decisions')

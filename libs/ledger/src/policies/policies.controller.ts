@@ -5,7 +5,8 @@ import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPip
 
 type PolicyRow = Awaited<ReturnType<PrismaService['policy']['findFirst']>> & {};
 
-const view = (p: PolicyRow) => ({
+/** A stored policy as the API shows it (limits in units, not micro-units). */
+export const policyView = (p: PolicyRow) => ({
   name: p.name,
   scope: p.scope,
   window: p.window,
@@ -46,7 +47,7 @@ export class PoliciesController {
       create: { projectId: principal.projectId, name, ...data },
       update: data,
     });
-    return view(row);
+    return policyView(row);
   }
 
   @Get()
@@ -54,7 +55,7 @@ export class PoliciesController {
   @Documented({ summary: "List the project's budget policies", tag: 'guard', auth: 'read' })
   async list(@CurrentPrincipal() principal: Principal) {
     const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId }, orderBy: { name: 'asc' } });
-    return { policies: rows.map(view) };
+    return { policies: rows.map(policyView) };
   }
 
   @Delete(':name')

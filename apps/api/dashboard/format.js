@@ -1,0 +1,63 @@
+// Numbers and times in the viewer's locale and time zone (Intl, no library).
+const locale = undefined; // the browser's
+
+const intFmt = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
+const compactFmt = new Intl.NumberFormat(locale, { notation: 'compact', maximumFractionDigits: 1 });
+const pctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1 });
+const signedPctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1, signDisplay: 'exceptZero' });
+const dateTimeFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
+const moneyFmts = new Map();
+
+/** Digits a cost needs: agents' costs are often fractions of a cent (fixed, so columns line up). */
+export const costDigits = (amount) => (Math.abs(amount) >= 1 || amount === 0 ? 2 : 4);
+
+function moneyFormat(unit, digits) {
+  const key = `${unit}|${digits}`;
+  if (!moneyFmts.has(key)) {
+    let fmt;
+    try {
+      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits });
+    } catch {
+      // Not an ISO 4217 code (e.g. "credits"): a plain number followed by the unit.
+      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits });
+      fmt = { format: (v) => `${plain.format(v)} ${unit}` };
+    }
+    moneyFmts.set(key, fmt);
+  }
+  return moneyFmts.get(key);
+}
+
+/** A cost in the unit the data has; null cost is "—", a cost of mixed units says so. */
+export function money(amount, unit) {
+  if (amount === null || amount === undefined) return '—';
+  if (!unit) return `${intlNumber(amount, costDigits(amount))} (mixed units)`;
+  return moneyFormat(unit, costDigits(amount)).format(amount);
+}
+
+function intlNumber(v, digits) {
+  return new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
+}
+
+export const int = (v) => (v === null || v === undefined ? '—' : intFmt.format(v));
+export const compact = (v) => compactFmt.format(v);
+export const pct = (ratio) => pctFmt.format(ratio);
+export const dateTime = (iso) => dateTimeFmt.format(new Date(iso));
+
+/** "+12.5% vs previous period", from Mastra's changePercent (null when there is nothing to compare). */
+export function change(percent) {
+  if (percent === null || percent === undefined) return null;
+  return signedPctFmt.format(percent / 100);
+}
+
+export const timeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+export function duration(ms) {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  return `${Math.round(s / 3600)} h`;
+}
+
+export function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}

@@ -1,0 +1,336 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { startService, type RunningService } from '../support/service';
+import { call, createProject, stepEvent, type TestProject } from '../support/http';
+import { TEST_ADMIN_TOKEN } from '../support/env';
+
+/**
+ * The dashboard in a real headless Chromium (Debian's `chromium`, which `.ci/run` installs), against
+ * the real service with generated data: every number the page shows must be what the metric and
+ * guard routes answer for the same range.
+ */
+jest.setTimeout(120_000);
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = join(__dirname, '..', 'artifacts');
+const LOCALE = 'en-US';
+const TIME_ZONE = 'America/New_York';
+const HOUR = 3_600_000;
+const TOKENS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];
+const STEPS = ['mastra_model_total_input_tokens'];
+
+const MODELS = [
+  { provider: 'openai', model: 'gpt-4o' },
+  { provider: 'openai', model: 'gpt-4o-mini' },
+  { provider: 'anthropic', model: 'claude-3-5-sonnet-20241022' },
+];
+const RESOURCES = ['acme', 'globex', 'initech', 'umbrella'];
+const AGENTS = ['support-agent', 'billing-agent', 'research-agent'];
+
+// The same formats as the page's format.js, in the locale the browser is given.
+const intText = (v: number) => new Intl.NumberFormat(LOCALE, { maximumFractionDigits: 0 }).format(v);
+const moneyText = (v: number, unit: string) => {
+  const digits = Math.abs(v) >= 1 || v === 0 ? 2 : 4;
+  return new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
+};
+
+let service: RunningService;
+let project: TestProject;
+let readKey: string;
+let emptyReadKey: string;
+let context: BrowserContext;
+let page: Page;
+let dailyCap: number;
+let userDataDir: string;
+const pageErrors: string[] = [];
+
+/** A deterministic spread of steps over the last 12 days, several in the last hour. */
+function generatedEvents(now: number) {
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0; i < 160; i++) {
+    const ageMs = i < 12 ? (i + 1) * 4 * 60_000 : ((i * 7919) % (12 * 24 * 60)) * 60_000 + 30 * 60_000;
+    const m = MODELS[i % 3];
+    events.push(
+      stepEvent({
+        occurredAt: new Date(now - ageMs).toISOString(),
+        traceId: `run-${i % 40}`,
+        resourceId: RESOURCES[(i * 5) % 7 < 4 ? (i * 5) % 7 : i % 2],
+        userId: `user-${i % 5}`,
+        threadId: `thread-${i % 9}`,
+        entityName: AGENTS[i % 3 === 0 ? 0 : (i >> 1) % 3],
+        ...m,
+        usage: { inputTokens: 400 + ((i * 37) % 2600), outputTokens: 50 + ((i * 13) % 700) },
+      }),
+    );
+  }
+  return events;
+}
+
+async function metric(path: string, body: unknown) {
+  const r = await call(service.url, 'POST', `/api/observability/metrics/${path}`, { token: readKey, body });
+  expect(r.status).toBe(200);
+  return r.body;
+}
+
+/** The page for the current URL has rendered (not the one before a hash change). */
+async function ready() {
+  await page.waitForFunction("document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash");
+  expect(pageErrors).toEqual([]);
+}
+
+async function shownRange() {
+  const el = page.locator('#view > div.grid');
+  return { start: (await el.getAttribute('data-start'))!, end: (await el.getAttribute('data-end'))! };
+}
+
+const text = (testId: string) => page.getByTestId(testId).innerText();
+
+/** The overview's figures against the routes, for the range the page asked for. */
+async function expectOverviewMatchesRoutes() {
+  const timestamp = await shownRange();
+  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { timestamp }, comparePeriod: 'previous_period' });
+  const steps = await metric('aggregate', { name: STEPS, aggregation: 'count', filters: { timestamp } });
+  expect(totals.costUnit).toBe('USD');
+  expect(await text('kpi-cost-value')).toBe(moneyText(totals.estimatedCost ?? 0, 'USD'));
+  expect(Number(await page.getByTestId('kpi-cost-value').getAttribute('data-value'))).toBe(totals.estimatedCost ?? 0);
+  expect(await text('kpi-tokens-value')).toBe(intText(totals.value ?? 0));
+  expect(await text('kpi-steps-value')).toBe(intText(steps.value));
+  if (totals.costChangePercent !== null && totals.costChangePercent !== undefined) {
+    const expected = new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 1, signDisplay: 'exceptZero' }).format(totals.costChangePercent / 100);
+    expect(await text('kpi-cost-change')).toBe(expected);
+  }
+  for (const [id, groupBy, label] of [
+    ['models', ['provider', 'model'], (d: any) => `${d.provider} / ${d.model}`],
+    ['resources', ['resourceId'], (d: any) => d.resourceId],
+    ['agents', ['entityName'], (d: any) => d.entityName],
+  ] as const) {
+    const { groups } = await metric('breakdown', { name: TOKENS, groupBy, aggregation: 'sum', filters: { timestamp }, limit: 8 });
+    const rows = page.getByTestId(`${id}-row`);
+    expect(await rows.count()).toBe(groups.length);
+    for (let i = 0; i < groups.length; i++) {
+      const row = rows.nth(i);
+      expect(await row.getAttribute('data-key')).toBe(label(groups[i].dimensions));
+      expect(await row.locator('.tokens').innerText()).toBe(intText(groups[i].value));
+      expect(await row.locator('.cost').innerText()).toBe(moneyText(groups[i].estimatedCost, groups[i].costUnit));
+    }
+  }
+  return { totals, steps };
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  service = await startService();
+  project = await createProject(service.url, ['ingest', 'guard', 'read', 'admin']);
+  const key = await call(service.url, 'POST', `/v1/admin/projects/${project.id}/keys`, { token: TEST_ADMIN_TOKEN, body: { scopes: ['read'] } });
+  readKey = key.body.key;
+  emptyReadKey = (await createProject(service.url, ['read'])).key;
+
+  const now = Date.now();
+  const ingest = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: generatedEvents(now) } });
+  expect(ingest.status).toBeLessThan(300);
+  expect(ingest.body.accepted).toBe(160);
+
+  // Two budgets on resources: a daily cost cap with acme at two thirds of it (past the soft threshold),
+  // and a weekly token budget that only warns; then guard checks whose estimate ($0.02) does not fit in
+  // acme's remaining third, so the audit has denials and warnings.
+  const acmeDay = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { resourceId: 'acme', timestamp: { start: new Date(now - 24 * HOUR).toISOString() } } });
+  dailyCap = Math.round(acmeDay.estimatedCost * 1.5 * 1e4) / 1e4;
+  expect(dailyCap).toBeGreaterThan(0.01);
+  expect(dailyCap).toBeLessThan(0.04);
+  for (const [name, policy] of [
+    ['resource-daily-cost', { scope: 'resource', window: '24h', maxCost: dailyCap, warnAtPercent: 60 }],
+    ['resource-weekly-tokens', { scope: 'resource', window: '7d', maxTotalTokens: 120_000, warnAtPercent: 50, strategy: 'warn' }],
+  ] as const) {
+    const r = await call(service.url, 'PUT', `/v1/policies/${name}`, { token: project.key, body: policy });
+    expect(r.status).toBe(200);
+  }
+  for (const resourceId of ['acme', 'acme', 'globex']) {
+    const r = await call(service.url, 'POST', '/v1/guard/check', {
+      token: project.key,
+      body: { context: { resourceId, entityName: 'support-agent', traceId: 'run-guard' }, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 4000, maxOutputTokens: 1000 } },
+    });
+    expect(r.status).toBe(200);
+  }
+
+  userDataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    locale: LOCALE,
+    timezoneId: TIME_ZONE,
+    viewport: { width: 1360, height: 900 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') pageErrors.push(msg.text());
+  });
+});
+
+afterAll(async () => {
+  await context?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await service?.close();
+});
+
+test('the dashboard serves itself and its chart library, with no other origin', async () => {
+  const html = await fetch(`${service.url}/dashboard`);
+  expect(html.status).toBe(200);
+  expect(html.headers.get('content-type')).toContain('text/html');
+  const lib = await fetch(`${service.url}/dashboard/vendor/uPlot.iife.min.js`);
+  expect(lib.status).toBe(200);
+  expect((await lib.text()).length).toBeGreaterThan(10_000);
+  expect((await fetch(`${service.url}/dashboard/assets/..%2Fsrc%2Fmain.ts`)).status).toBe(404);
+  expect((await fetch(`${service.url}/dashboard/vendor/package.json`)).status).toBe(404);
+});
+
+test('a read key reads the guard usage of a scope; the route answers what a dry-run check answers', async () => {
+  const usage = await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: readKey });
+  expect(usage.status).toBe(200);
+  const dry = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context: { resourceId: 'acme' }, dryRun: true } });
+  expect(usage.body.usage).toEqual(dry.body.usage);
+  expect(usage.body.policies.map((p: any) => [p.name, p.usageKey])).toEqual([
+    ['resource-daily-cost', 'resource:acme@24h'],
+    ['resource-weekly-tokens', 'resource:acme@7d'],
+  ]);
+  const ingestOnly = await createProject(service.url, ['ingest']);
+  expect((await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: ingestOnly.key })).status).toBe(403);
+  expect((await call(service.url, 'GET', '/v1/guard/usage?scopeKey=acme', { token: readKey })).status).toBe(400);
+});
+
+test('sign in, switch windows, open a scope and the budgets: the page shows what the routes return', async () => {
+  await page.goto(`${service.url}/dashboard`);
+  await page.waitForSelector('#view[data-state=sign-in]');
+  await page.fill('#key', project.key.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')));
+  await page.click('#sign-in-form button[type=submit]');
+  await page.waitForFunction("document.getElementById('sign-in-error').textContent !== ''");
+  expect(await page.locator('#sign-in-error').innerText()).toBe('That key is not valid.');
+  // The browser logs the 401 of that attempt; nothing else may fail.
+  pageErrors.length = 0;
+
+  await page.fill('#key', readKey);
+  await page.click('#sign-in-form button[type=submit]');
+  await ready();
+  expect(await page.evaluate("sessionStorage.getItem('tollgate.readKey')")).toBe(readKey);
+  expect(await page.evaluate('localStorage.length')).toBe(0);
+
+  // Default window (24h), then each other one.
+  const day = await expectOverviewMatchesRoutes();
+  expect(day.steps.value).toBeGreaterThan(0);
+  expect(await page.locator('#chart-cost .uplot').count()).toBe(1);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview-24h.png'), fullPage: true });
+  for (const w of ['1h', '7d', '365d']) {
+    await page.click(`#windows button[data-window="${w}"]`);
+    await page.waitForFunction(`location.hash.includes('w=${w}')`);
+    await ready();
+    const { start, end } = await shownRange();
+    expect(Date.parse(end) - Date.parse(start)).toBe({ '1h': HOUR, '7d': 7 * 24 * HOUR, '365d': 365 * 24 * HOUR }[w]);
+    await expectOverviewMatchesRoutes();
+  }
+  const year = await expectOverviewMatchesRoutes();
+  expect(year.steps.value).toBe(160);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview-365d.png'), fullPage: true });
+
+  // A custom range, typed in the viewer's time zone (New York): the last 3 days up to 2 hours ago.
+  await page.click('#windows button[data-window="custom"]');
+  const local = (ms: number) => new Intl.DateTimeFormat('sv-SE', { timeZone: TIME_ZONE, dateStyle: 'short', timeStyle: 'short' }).format(ms).replace(' ', 'T');
+  const to = Math.floor((Date.now() - 2 * HOUR) / 60_000) * 60_000;
+  const from = to - 3 * 24 * HOUR;
+  await page.fill('#custom-start', local(from));
+  await page.fill('#custom-end', local(to));
+  await page.click('#custom button[type=submit]');
+  await page.waitForFunction("location.hash.includes('from=')");
+  await ready();
+  expect(await shownRange()).toEqual({ start: new Date(from).toISOString(), end: new Date(to).toISOString() });
+  await expectOverviewMatchesRoutes();
+
+  // The projection lag is shown exactly when the routes report it past 5 s (no worker runs here).
+  await page.click('#windows button[data-window="7d"]');
+  await page.waitForFunction("location.hash.includes('w=7d')");
+  await ready();
+  const lag = (await metric('aggregate', { name: TOKENS, aggregation: 'sum' })).lag;
+  if (lag.ms > 5_000) expect(await page.locator('#lag').isVisible()).toBe(true);
+
+  // Open a scope from the top resources.
+  await page.getByTestId('resources-row').first().locator('a').click();
+  await page.waitForFunction("location.hash.startsWith('#/scope/resource/')");
+  await ready();
+  const resourceId = await text('scope-id');
+  const timestamp = await shownRange();
+  const filters = { resourceId, timestamp };
+  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' });
+  expect(await text('kpi-cost-value')).toBe(moneyText(totals.estimatedCost, 'USD'));
+  expect(await text('kpi-tokens-value')).toBe(intText(totals.value));
+  expect(await text('kpi-steps-value')).toBe(intText((await metric('aggregate', { name: STEPS, aggregation: 'count', filters })).value));
+
+  const guard = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey })).body;
+  const budgets = page.getByTestId('budget');
+  expect(await budgets.count()).toBe(2);
+  const daily = page.locator('[data-testid=budget][data-policy=resource-daily-cost]');
+  const dailyUsage = guard.usage[`resource:${resourceId}@24h`];
+  expect(await daily.getByTestId('budget-used').innerText()).toBe(moneyText(dailyUsage.estimatedCost + dailyUsage.reservedCost, 'USD'));
+  expect(await daily.getByTestId('budget-limit').innerText()).toBe(moneyText(dailyCap, 'USD'));
+  const weekly = page.locator('[data-testid=budget][data-policy=resource-weekly-tokens]');
+  const weeklyUsage = guard.usage[`resource:${resourceId}@7d`];
+  expect(await weekly.getByTestId('budget-used').innerText()).toBe(intText(weeklyUsage.totalTokens + weeklyUsage.reservedInputTokens + weeklyUsage.reservedOutputTokens));
+  // Soft and hard thresholds are drawn: two dashed series besides the usage, named in the legend.
+  expect(await daily.locator('.u-legend').innerText()).toMatch(/Soft \(60%\)[\s\S]*Hard limit/);
+
+  const decisions = (await call(service.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}&limit=20`, { token: readKey })).body.decisions;
+  expect(await page.getByTestId('decision').count()).toBe(decisions.length);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope.png'), fullPage: true });
+
+  // acme was checked twice: its denials are listed.
+  await page.goto(`${service.url}/dashboard#/scope/resource/acme?w=7d`);
+  await ready();
+  const acme = (await call(service.url, 'GET', '/v1/guard/decisions?scopeKey=resource:acme&limit=20', { token: readKey })).body.decisions;
+  expect(acme.filter((d: any) => d.decision === 'deny')).toHaveLength(2);
+  expect(await page.locator('[data-testid=decision][data-decision=deny]').count()).toBe(2);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-acme.png'), fullPage: true });
+
+  // Budgets: every policy with the usage of the scopes in its window.
+  await page.click('.nav a[data-page=budgets]');
+  await page.waitForFunction("location.hash.startsWith('#/budgets')");
+  await ready();
+  const cards = page.getByTestId('policy');
+  expect(await cards.count()).toBe(2);
+  for (let i = 0; i < 2; i++) {
+    const card = cards.nth(i);
+    const type = await card.getAttribute('data-limit-type');
+    const ts = { start: (await card.getAttribute('data-start'))!, end: (await card.getAttribute('data-end'))! };
+    const { groups } = await metric('breakdown', { name: TOKENS, groupBy: ['resourceId'], aggregation: 'sum', filters: { timestamp: ts }, limit: 1000 });
+    const used = (g: any) => (type === 'cost' ? g.estimatedCost : g.value);
+    const expected = groups.filter((g: any) => g.dimensions.resourceId !== null).sort((a: any, b: any) => used(b) - used(a));
+    const rows = card.getByTestId('policy-usage');
+    expect(await rows.count()).toBe(Math.min(expected.length, 8));
+    for (let r = 0; r < (await rows.count()); r++) {
+      expect(await rows.nth(r).getAttribute('data-scope-id')).toBe(expected[r].dimensions.resourceId);
+      expect(await rows.nth(r).locator('.used').innerText()).toBe(type === 'cost' ? moneyText(used(expected[r]), 'USD') : intText(used(expected[r])));
+    }
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-budgets.png'), fullPage: true });
+
+  // A narrow screen: the same page, laid out in one column.
+  await page.setViewportSize({ width: 420, height: 900 });
+  await page.click('.nav a[data-page=overview]');
+  await ready();
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview-mobile.png'), fullPage: true });
+  await page.setViewportSize({ width: 1360, height: 900 });
+
+  // Signing out forgets the key; a project with no events is told how to send its first one.
+  await page.click('#sign-out');
+  await page.waitForSelector('#view[data-state=sign-in]');
+  expect(await page.evaluate("sessionStorage.getItem('tollgate.readKey')")).toBeNull();
+  await page.fill('#key', emptyReadKey);
+  await page.click('#sign-in-form button[type=submit]');
+  await ready();
+  expect(await text('empty-project')).toContain('curl -X POST');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-empty.png'), fullPage: true });
+  await page.click('.nav a[data-page=budgets]');
+  await page.waitForFunction("location.hash.startsWith('#/budgets')");
+  await ready();
+  expect(await page.getByTestId('no-policies').isVisible()).toBe(true);
+});
