@@ -2,7 +2,7 @@ import type { Receiver } from '../exporters/support';
 import { ensurePostgres, ensureRedis, postgres, redisStop, sleep, type Load, type LoadResult, type ServiceProcess } from './harness';
 import { compareWithRebuild, metricTotal, receiverHasAll } from './projections';
 
-/** What a scenario and the checks work with. Later merges add their processes and receivers here. */
+/** What a scenario and the checks work with. */
 export interface FaultContext {
   api: ServiceProcess;
   worker: ServiceProcess;
