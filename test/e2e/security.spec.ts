@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import { join } from 'node:path';
+import { MetricsProjector } from '@tollgate/metrics';
 import { hashSecret, parseKey } from '@tollgate/platform';
 import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
@@ -16,13 +17,17 @@ async function projectState(svc: RunningService, projectId: string): Promise<unk
     policies: await q(`SELECT name, max_total_tokens::text, updated_at FROM policies WHERE project_id = $1 ORDER BY name`),
     prices: await q(`SELECT id, provider, model, input_per_million::text FROM price_overrides WHERE project_id = $1 ORDER BY id`),
     keys: await q(`SELECT id, revoked_at, scopes FROM api_keys WHERE project_id = $1 ORDER BY id`),
+    exporters: await q(`SELECT id, name, type, settings, secrets, status, paused_reason, checkpoint_tx, checkpoint_position::text, in_flight_batch, updated_at FROM exporters WHERE project_id = $1 ORDER BY id`),
+    exportBatches: await q(`SELECT b.id, b.status, b.attempts, b.job_id, b.from_position::text, b.to_position::text FROM export_batches b JOIN exporters x ON x.id = b.exporter_id WHERE x.project_id = $1 ORDER BY b.id`),
+    rollups: await q(`SELECT r.name, r.bucket_start, r.count::text, r.sum::text FROM metric_rollups r WHERE r.project_id = $1 ORDER BY 1, 2, 3, 4`),
   });
 }
 
 describe('security', () => {
   let svc: RunningService;
   beforeAll(async () => {
-    svc = await startService();
+    // Exporters with a signing secret need the key that seals secrets at rest.
+    svc = await startService({ TOLLGATE_SECRET_KEY: 'security-spec-secret-key-0123456789' });
   });
   afterAll(() => svc.close());
 
@@ -33,9 +38,12 @@ describe('security', () => {
     // B's figures are unusual numbers, so any of them in an answer to A is a leak. (Names A sent
     // itself, like B's policy name, may come back: A can have its own policy of that name.)
     const B_INPUT = 777_771;
-    const B_MARKERS = ['777771', '777772', '777773'];
+    const B_MARKERS = ['777771', '777772', '777773', 'b-entity-777774', 'b-service-777775', 'b-env-777776', 'b-tag-777777', 'bkey777778', 'b-value-777779', 'b-receiver-777780', 'b-header-777781'];
     const shared = { resourceId: 'shared-resource', userId: 'shared-user', traceId: 'shared-trace' };
     let bEvent: Record<string, any>;
+    let bBatch: string;
+    const TOTALS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];
+    const onShared = { resourceId: shared.resourceId };
 
     beforeAll(async () => {
       a = await createProject(svc.url);
@@ -52,9 +60,25 @@ describe('security', () => {
       await call(svc.url, 'POST', '/v1/guard/check', { token: b.key, body: { context: shared, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1 }] } });
       expect((await call(svc.url, 'PUT', '/v1/policies/b-only-policy', { token: b.key, body: { scope: 'resource', maxTotalTokens: 777_773 } })).status).toBe(200);
       expect((await call(svc.url, 'PUT', '/v1/prices/acme/b-only-model', { token: b.key, body: { inputPerMillion: 7, outputPerMillion: 7 } })).status).toBe(200);
+      // Dimensions only B has (A's first row copies bEvent, so they go on a second event of B).
+      const bOnly = stepEvent({ ...shared, entityName: 'b-entity-777774', serviceName: 'b-service-777775', environment: 'b-env-777776', tags: ['b-tag-777777'], labels: { bkey777778: 'b-value-777779' }, usage: { inputTokens: 777_771, outputTokens: 777_772 } });
+      expect((await call(svc.url, 'POST', '/v1/events', { token: b.key, body: { events: [bOnly] } })).body.accepted).toBe(1);
+      // B's events go into the rollups (no worker here: the projector runs in the test); A's come after, from the log.
+      const projector = svc.app.get(MetricsProjector);
+      for (;;) if ((await projector.catchUp()).caughtUp) break;
+      const exporter = { type: 'webhook', url: 'http://127.0.0.1:9/b-receiver-777780', signingSecret: 'whsec-b-0123456789', headers: { 'x-b': 'b-header-777781' }, startFrom: 'beginning' };
+      expect((await call(svc.url, 'PUT', '/v1/exporters/b-only-exporter', { token: b.key, body: exporter })).status).toBe(200);
+      // A dead-lettered batch of B's exporter, so a retry by id has something of B's to aim at.
+      bBatch = `xb_${crypto.randomBytes(10).toString('hex')}`;
+      await svc.prisma.$executeRawUnsafe(
+        `INSERT INTO export_batches (id, exporter_id, status, from_tx, from_position, to_tx, to_position, log_rows, event_count, attempts, last_error, failed_at)
+         SELECT $1, id, 'dead', '0', 0, '0', 0, 0, 0, 8, 'b-receiver-777780 refused', now() FROM exporters WHERE project_id = $2 AND name = 'b-only-exporter'`,
+        bBatch,
+        b.id,
+      );
     });
 
-    type Row = { route: string; method: string; path: () => string; body?: () => unknown; token?: () => string; expect: (status: number, body: any) => void; waitsFor?: string };
+    type Row = { route: string; method: string; path: () => string; body?: () => unknown; token?: () => string; expect: (status: number, body: any) => void };
     const rows: Row[] = [
       { route: 'POST /v1/events (B’s event id)', method: 'POST', path: () => '/v1/events', body: () => ({ events: [{ ...bEvent, usage: { inputTokens: 1, outputTokens: 1 } }] }), expect: (s, body) => expect([s, body.results[0].status]).toEqual([200, 'accepted']) },
       {
@@ -81,11 +105,58 @@ describe('security', () => {
       { route: 'POST /v1/admin/projects/:B/keys', method: 'POST', path: () => `/v1/admin/projects/${b.id}/keys`, body: () => ({ scopes: ['admin'] }), expect: (s) => expect(s).toBe(401) },
       { route: 'DELETE /v1/admin/projects/:B/keys/:key', method: 'DELETE', path: () => `/v1/admin/projects/${b.id}/keys/${b.keyId}`, expect: (s) => expect(s).toBe(401) },
       { route: 'DELETE /v1/admin/projects/:A/keys/:B’s key (admin token, wrong project)', method: 'DELETE', path: () => `/v1/admin/projects/${a.id}/keys/${b.keyId}`, token: () => TEST_ADMIN_TOKEN, expect: (s, body) => expect([s, body.field]).toEqual([404, 'keyId']) },
-      // PLACEHOLDERS: these routes arrive with other merges; the row becomes a real check then.
-      { route: 'POST /api/observability/metrics/aggregate', method: 'POST', path: () => '/api/observability/metrics/aggregate', waitsFor: 'metric projections (issue 4)', expect: () => undefined },
-      { route: 'POST /api/observability/metrics/breakdown', method: 'POST', path: () => '/api/observability/metrics/breakdown', waitsFor: 'metric projections (issue 4)', expect: () => undefined },
-      { route: 'GET /api/observability/discovery/entity-names', method: 'GET', path: () => '/api/observability/discovery/entity-names', waitsFor: 'metric projections (issue 4)', expect: () => undefined },
-      { route: 'exporter routes (configure, status, replay of B’s exporter)', method: 'GET', path: () => '/v1/exporters', waitsFor: 'exporters (issue 5)', expect: () => undefined },
+      // Metric queries with B's scope ids: A's one event of row 1 (1 + 1 tokens), never B's 777,771 + 777,772.
+      { route: 'POST /api/observability/metrics/aggregate (B’s resource)', method: 'POST', path: () => '/api/observability/metrics/aggregate', body: () => ({ name: TOTALS, aggregation: 'sum', filters: onShared }), expect: (s, body) => expect([s, body.value]).toEqual([200, 2]) },
+      {
+        route: 'POST /api/observability/metrics/breakdown (B’s resource)',
+        method: 'POST',
+        path: () => '/api/observability/metrics/breakdown',
+        body: () => ({ name: TOTALS, aggregation: 'sum', groupBy: ['resourceId', 'entityName'], filters: onShared }),
+        expect: (s, body) => expect([s, body.groups.map((g: any) => [g.dimensions, g.value])]).toEqual([200, [[{ resourceId: shared.resourceId, entityName: 'support-agent' }, 2]]]),
+      },
+      {
+        route: 'POST /api/observability/metrics/timeseries (B’s resource)',
+        method: 'POST',
+        path: () => '/api/observability/metrics/timeseries',
+        body: () => ({ name: TOTALS, aggregation: 'sum', interval: '1h', filters: onShared }),
+        expect: (s, body) => expect([s, body.series.flatMap((x: any) => x.points.map((p: any) => p.value))]).toEqual([200, [2]]),
+      },
+      {
+        route: 'POST /api/observability/metrics/percentiles (B’s resource)',
+        method: 'POST',
+        path: () => '/api/observability/metrics/percentiles',
+        body: () => ({ name: 'mastra_model_total_input_tokens', percentiles: [0.5, 0.99], interval: '1d', filters: onShared }),
+        expect: (s, body) => expect([s, body.series.map((x: any) => x.points.map((p: any) => p.value))]).toEqual([200, [[1], [1]]]),
+      },
+      { route: 'GET /api/observability/discovery/metric-names', method: 'GET', path: () => '/api/observability/discovery/metric-names', expect: (s, body) => expect([s, body.names.length > 0]).toEqual([200, true]) },
+      { route: 'GET /api/observability/discovery/metric-label-keys', method: 'GET', path: () => '/api/observability/discovery/metric-label-keys?metricName=mastra_model_total_input_tokens', expect: (s, body) => expect([s, body.keys]).toEqual([200, []]) },
+      { route: 'GET /api/observability/discovery/metric-label-values (B’s label key)', method: 'GET', path: () => '/api/observability/discovery/metric-label-values?metricName=mastra_model_total_input_tokens&labelKey=bkey777778', expect: (s, body) => expect([s, body.values]).toEqual([200, []]) },
+      { route: 'GET /api/observability/discovery/entity-types', method: 'GET', path: () => '/api/observability/discovery/entity-types', expect: (s, body) => expect([s, body.entityTypes]).toEqual([200, ['agent']]) },
+      { route: 'GET /api/observability/discovery/entity-names', method: 'GET', path: () => '/api/observability/discovery/entity-names', expect: (s, body) => expect([s, body.names]).toEqual([200, ['support-agent']]) },
+      { route: 'GET /api/observability/discovery/service-names', method: 'GET', path: () => '/api/observability/discovery/service-names', expect: (s, body) => expect([s, body.serviceNames]).toEqual([200, []]) },
+      { route: 'GET /api/observability/discovery/environments', method: 'GET', path: () => '/api/observability/discovery/environments', expect: (s, body) => expect([s, body.environments]).toEqual([200, []]) },
+      { route: 'GET /api/observability/discovery/tags', method: 'GET', path: () => '/api/observability/discovery/tags', expect: (s, body) => expect([s, body.tags]).toEqual([200, []]) },
+      // Exporters by B's exporter name and batch id: A has none of that name until its own PUT.
+      { route: 'GET /v1/exporters', method: 'GET', path: () => '/v1/exporters', expect: (s, body) => expect([s, body.exporters]).toEqual([200, []]) },
+      { route: 'GET /v1/exporters/:name (B’s exporter)', method: 'GET', path: () => '/v1/exporters/b-only-exporter', expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'POST /v1/exporters/:name/replay (B’s exporter)', method: 'POST', path: () => '/v1/exporters/b-only-exporter/replay', body: () => ({ fromPosition: 0 }), expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'POST /v1/exporters/:name/pause (B’s exporter)', method: 'POST', path: () => '/v1/exporters/b-only-exporter/pause', body: () => ({}), expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'POST /v1/exporters/:name/resume (B’s exporter)', method: 'POST', path: () => '/v1/exporters/b-only-exporter/resume', body: () => ({}), expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'GET /v1/exporters/:name/dead-letters (B’s exporter)', method: 'GET', path: () => '/v1/exporters/b-only-exporter/dead-letters', expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'POST /v1/exporters/:name/dead-letters/retry (B’s exporter)', method: 'POST', path: () => '/v1/exporters/b-only-exporter/dead-letters/retry', body: () => ({}), expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'POST /v1/exporters/:name/dead-letters/:batchId/retry (B’s exporter and batch)', method: 'POST', path: () => `/v1/exporters/b-only-exporter/dead-letters/${bBatch}/retry`, body: () => ({}), expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      { route: 'DELETE /v1/exporters/:name (B’s exporter)', method: 'DELETE', path: () => '/v1/exporters/b-only-exporter', expect: (s, body) => expect([s, body.field]).toEqual([404, 'name']) },
+      {
+        route: 'PUT /v1/exporters/:name (B’s exporter name)',
+        method: 'PUT',
+        path: () => '/v1/exporters/b-only-exporter',
+        body: () => ({ type: 'webhook', url: 'http://127.0.0.1:9/a-receiver', signingSecret: 'whsec-a-0123456789' }),
+        // A gets its own exporter of that name, starting from now: nothing of B's log, config or checkpoint.
+        expect: (s, body) => expect([s, body.created, body.settings.url, body.secrets]).toEqual([200, true, 'http://127.0.0.1:9/a-receiver', { signingSecret: true, headers: [] }]),
+      },
+      { route: 'GET /v1/exporters/:name/dead-letters (A’s exporter of B’s name)', method: 'GET', path: () => '/v1/exporters/b-only-exporter/dead-letters', expect: (s, body) => expect([s, body.deadLetters]).toEqual([200, []]) },
+      { route: 'POST /v1/exporters/:name/dead-letters/:batchId/retry (B’s batch on A’s exporter)', method: 'POST', path: () => `/v1/exporters/b-only-exporter/dead-letters/${bBatch}/retry`, body: () => ({}), expect: (s, body) => expect([s, body.field]).toEqual([404, 'batchId']) },
+      { route: 'POST /v1/exporters/:name/replay (A’s exporter of B’s name, from 0)', method: 'POST', path: () => '/v1/exporters/b-only-exporter/replay', body: () => ({ fromPosition: 0 }), expect: (s, body) => expect([s, body.settings.url]).toEqual([200, 'http://127.0.0.1:9/a-receiver']) },
     ];
 
     let before: unknown;
@@ -94,10 +165,6 @@ describe('security', () => {
     });
 
     for (const row of rows) {
-      if (row.waitsFor) {
-        it.todo(`PLACEHOLDER ${row.route}: never B's data, never a change to B — waits for the ${row.waitsFor} merge`);
-        continue;
-      }
       it(`${row.route}: never B's data, never a change to B`, async () => {
         const res = await call(svc.url, row.method, row.path(), { token: row.token ? row.token() : a.key, body: row.body?.() });
         row.expect(res.status, res.body);

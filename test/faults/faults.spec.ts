@@ -1,5 +1,6 @@
 import { freePort } from '../sdk/support';
 import { buildOnce, ensurePostgres, ensureRedis, Load, newQueuePrefix, pg, processEnv, ServiceProcess, sleep } from './harness';
+import { exportTo } from './projections';
 import { LEDGER_CHECKS, SCENARIOS, type FaultContext, type Ledger } from './scenarios';
 
 /** FAULTS=api,worker selects scenarios (all by default, PostgreSQL last). */
@@ -31,11 +32,12 @@ async function readLedger(projectId: string): Promise<Ledger> {
 describe('faults: the ledger holds what producers were told, through crashes and outages', () => {
   let api: ServiceProcess;
   let worker: ServiceProcess;
+  let env: Record<string, string>;
   const rows: Row[] = [];
 
   beforeAll(async () => {
     buildOnce();
-    const env = processEnv(newQueuePrefix());
+    env = processEnv(newQueuePrefix());
     api = new ServiceProcess('api', env, await freePort());
     worker = new ServiceProcess('worker', env);
     await api.start();
@@ -55,7 +57,8 @@ describe('faults: the ledger holds what producers were told, through crashes and
   for (const scenario of selected) {
     it(scenario.name, async () => {
       const load = await Load.start(api.url);
-      const ctx: FaultContext = { api, worker, load, notes: [], problems: [] };
+      const receiver = await exportTo(api.url, load.result.project.key);
+      const ctx: FaultContext = { api, worker, load, env, receiver, notes: [], problems: [] };
       await sleep(3000);
       try {
         await scenario.inject(ctx);
@@ -70,7 +73,11 @@ describe('faults: the ledger holds what producers were told, through crashes and
       const result = await load.stop();
       const ledger = await readLedger(result.project.id);
       const problems = [...ctx.problems];
-      for (const check of LEDGER_CHECKS) problems.push(...(await check.check(ctx, result, ledger)).map((p) => `${check.name}: ${p}`));
+      try {
+        for (const check of LEDGER_CHECKS) problems.push(...(await check.check(ctx, result, ledger)).map((p) => `${check.name}: ${p}`));
+      } finally {
+        await receiver.close();
+      }
 
       const acknowledged = [...result.recorded].filter((id) => !result.notAcknowledged.has(id));
       rows.push({

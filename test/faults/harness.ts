@@ -71,8 +71,10 @@ export function buildOnce(): void {
 }
 
 export function processEnv(queuePrefix: string): Record<string, string> {
-  return { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, QUEUE_PREFIX: queuePrefix };
+  return { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, QUEUE_PREFIX: queuePrefix, TOLLGATE_SECRET_KEY: FAULTS_SECRET_KEY, EXPORTS_TICK_MS: '200', EXPORTS_LOCK_MS: '5000' };
 }
+
+const FAULTS_SECRET_KEY = 'faults-secret-key-0123456789-0123456789';
 
 export function newQueuePrefix(): string {
   return `tollgate-faults-${randomBytes(4).toString('hex')}`;
@@ -128,7 +130,8 @@ export class Load {
   }
 
   static async start(baseUrl: string, producers = 4, perTick = 10): Promise<Load> {
-    const project = await createProject(baseUrl, ['ingest', 'guard', 'read']);
+    // admin: the scenario configures the project's exporter with the same key.
+    const project = await createProject(baseUrl, ['ingest', 'guard', 'read', 'admin']);
     const load = new Load(baseUrl, project, producers, perTick);
     load.begin();
     return load;

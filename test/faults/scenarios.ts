@@ -1,10 +1,16 @@
+import type { Receiver } from '../exporters/support';
 import { ensurePostgres, ensureRedis, postgres, redisStop, sleep, type Load, type LoadResult, type ServiceProcess } from './harness';
+import { compareWithRebuild, metricTotal, receiverHasAll } from './projections';
 
-/** What a scenario and the checks work with. Later merges add their processes and receivers here. */
+/** What a scenario and the checks work with. */
 export interface FaultContext {
   api: ServiceProcess;
   worker: ServiceProcess;
   load: Load;
+  /** The environment of the service processes (the replay CLI runs with it too). */
+  env: Record<string, string>;
+  /** The webhook receiver of the scenario's exporter (configured from the log's beginning). */
+  receiver: Receiver;
   /** What the fault looked like from outside, for the printed table. */
   notes: string[];
   /** Anything that broke a promise during the fault (a hang, a 5xx other than 503, …). */
@@ -64,8 +70,23 @@ export const LEDGER_CHECKS: LedgerCheck[] = [
       return usage?.totalTokens === ledger.tokens ? [] : [`guard usage ${usage?.totalTokens} ≠ log sum ${ledger.tokens}`];
     },
   },
-  // Issue 4 adds: projections equal a rebuild from the log.
-  // Issue 5 adds: every exporter's receiver has every event (duplicates only from retries).
+  {
+    name: 'projections = a rebuild from the log; metric total = the sum of the log',
+    async check(ctx, r, ledger) {
+      const problems = await compareWithRebuild(r.project.id, ctx.env);
+      const total = await metricTotal(ctx.api.url, r.project.key, { resourceId: r.resourceId });
+      if (total.value !== ledger.tokens) problems.push(`metric aggregate ${total.value} ≠ log sum ${ledger.tokens} (lag ${total.lag})`);
+      return problems;
+    },
+  },
+  {
+    name: "the exporter's receiver has every stored event",
+    async check(ctx, _r, ledger) {
+      const { problems, duplicates, received } = await receiverHasAll(ctx.receiver, new Set(ledger.rows.keys()));
+      ctx.notes.push(`receiver got ${received} deliveries${duplicates ? ` (${duplicates} repeats)` : ''}`);
+      return problems;
+    },
+  },
 ];
 
 interface Probe {

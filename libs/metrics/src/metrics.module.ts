@@ -3,10 +3,11 @@ import { ObservabilityController } from './http/observability.controller';
 import { MetricsProjector } from './projection/metrics-projector';
 import { WakeProjectorOnIngest } from './projection/wake-projector';
 import { MetricQueries } from './query/metric-queries';
+import { MetricsReadDb } from './query/metrics-read-db';
 
 /** The metrics domain: the rollup projection and the queries over it (API, worker and CLI). */
 @Module({
-  providers: [MetricsProjector, MetricQueries],
+  providers: [MetricsProjector, MetricsReadDb, MetricQueries],
   exports: [MetricsProjector, MetricQueries],
 })
 export class MetricsModule {}

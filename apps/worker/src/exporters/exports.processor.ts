@@ -5,6 +5,7 @@ import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/
 import { queueFailures } from '@tollgate/observability';
 import { Config, JobHandlers, parseJob, redisOptions, type JobPayload } from '@tollgate/platform';
 import { Worker, type Job, type Queue } from 'bullmq';
+import { keepJobScheduler } from '../job-schedulers';
 
 /**
  * Routes the exports queue's jobs to the export pipeline. The BullMQ worker is built here rather
@@ -34,7 +35,7 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
       const sealed = await this.prisma.exporter.count({ where: { secrets: { not: null } } });
       if (sealed > 0) this.logger.error(`${sealed} exporter(s) have encrypted secrets but TOLLGATE_SECRET_KEY is not set: they pause with that reason at their next batch. Set the key and resume them.`);
     }
-    await this.queue.upsertJobScheduler('exports.tick', { every: c.EXPORTS_TICK_MS }, { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
+    await keepJobScheduler(this.queue, 'exports.tick', { every: c.EXPORTS_TICK_MS }, { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
     this.worker = new Worker('exports', (job) => this.process(job), {
       connection: redisOptions(c),
       prefix: c.QUEUE_PREFIX,

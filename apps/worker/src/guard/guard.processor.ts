@@ -3,6 +3,7 @@ import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ReservationsService } from '@tollgate/ledger';
 import { JobHandlers, parseJob } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
+import { keepJobScheduler } from '../job-schedulers';
 
 /** Routes the guard's housekeeping jobs to their handlers. */
 @Processor('guard')
@@ -23,7 +24,7 @@ export class GuardProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.queue.upsertJobScheduler('reservations.sweep', { every: 30_000 }, { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(this.queue, 'reservations.sweep', { every: 30_000 }, { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
   }
 
   async process(job: Job): Promise<unknown> {

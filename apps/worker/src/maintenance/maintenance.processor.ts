@@ -3,6 +3,7 @@ import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { EventPartitions } from '@tollgate/database';
 import { Config, JobHandlers, parseJob, type JobPayload } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
+import { keepJobScheduler } from '../job-schedulers';
 
 /** Routes maintenance jobs to their handlers; the work itself lives in the handlers. */
 @Processor('maintenance')
@@ -21,7 +22,7 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
 
   async onApplicationBootstrap(): Promise<void> {
     // Hourly, and once now: a month boundary never finds the log without its partition.
-    await this.queue.upsertJobScheduler('partitions.ensure', { every: 3600_000 }, { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(this.queue, 'partitions.ensure', { every: 3600_000 }, { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
   }
 
   async process(job: Job): Promise<unknown> {

@@ -3,6 +3,7 @@ import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/metrics';
 import { JobHandlers, parseJob } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
+import { keepJobScheduler } from '../job-schedulers';
 
 /** A job runs at most this long, then hands the rest to a fresh job (other queues get a turn). */
 const SLICE_MS = 20_000;
@@ -27,7 +28,7 @@ export class ProjectorProcessor extends WorkerHost implements OnApplicationBoots
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.queue.upsertJobScheduler(CATCH_UP_JOB, { every: SCHEDULE_MS }, { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(this.queue, CATCH_UP_JOB, { every: SCHEDULE_MS }, { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
   }
 
   async process(job: Job): Promise<unknown> {

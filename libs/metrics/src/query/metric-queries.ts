@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '@tollgate/database';
 import { AppError } from '@tollgate/platform';
 import {
   INTERVALS,
@@ -14,9 +13,11 @@ import {
   type TimeSeriesResponse,
 } from '../mastra-contract';
 import { METRIC_BY_NAME } from '../metric-names';
+import type { SqlClient } from '../projection/rollup-store.sql';
 import { dimensionValuesOf, labelKeysOf, labelValuesOf, metricNamesOf, tagsOf } from './discovery.sql';
 import { buildQuery, rollupLevels } from './metric-query';
 import { aggregateRecords, percentilesOf, type AggregatedRow, type QueryAnswer } from './metric-query.sql';
+import { MetricsReadDb } from './metrics-read-db';
 
 export type WithLag<T> = T & { lag: ProjectionLag };
 
@@ -56,12 +57,16 @@ const worstLag = (a: ProjectionLag, b: ProjectionLag): ProjectionLag => ({ event
  */
 @Injectable()
 export class MetricQueries {
-  constructor(private readonly prisma: PrismaService) {}
+  private readonly db: SqlClient;
+
+  constructor(read: MetricsReadDb) {
+    this.db = read.db;
+  }
 
   async aggregate(projectId: string, args: AggregateArgs): Promise<WithLag<AggregateResponse>> {
     const run = (filters: AggregateArgs['filters']) => {
       const q = buildQuery(projectId, args.name, filters, { distinct: args.distinctColumn, last: args.aggregation === 'last' });
-      return aggregateRecords(this.prisma, q, rollupLevels(q));
+      return aggregateRecords(this.db, q, rollupLevels(q));
     };
     const now = await run(args.filters);
     const response: WithLag<AggregateResponse> = {
@@ -85,7 +90,7 @@ export class MetricQueries {
 
   async breakdown(projectId: string, args: BreakdownArgs): Promise<WithLag<BreakdownResponse>> {
     const q = buildQuery(projectId, args.name, args.filters, { groups: args.groupBy, distinct: args.distinctColumn, last: args.aggregation === 'last' });
-    const { rows, lag } = await aggregateRecords(this.prisma, q, rollupLevels(q));
+    const { rows, lag } = await aggregateRecords(this.db, q, rollupLevels(q));
     const direction = args.orderDirection === 'ASC' ? 1 : -1;
     const groups = rows
       .map((r) => ({
@@ -100,7 +105,7 @@ export class MetricQueries {
 
   async timeSeries(projectId: string, args: TimeSeriesArgs): Promise<WithLag<TimeSeriesResponse>> {
     const q = buildQuery(projectId, args.name, args.filters, { groups: args.groupBy, distinct: args.distinctColumn, bucketMs: INTERVALS[args.interval], last: args.aggregation === 'last' });
-    const { rows, lag } = await aggregateRecords(this.prisma, q, rollupLevels(q));
+    const { rows, lag } = await aggregateRecords(this.db, q, rollupLevels(q));
     const series = new Map<string, { name: string; units: Set<string>; points: { timestamp: string; value: number; estimatedCost: number | null; ts: number }[] }>();
     if (!args.groupBy) series.set('', { name: args.name.join(','), units: new Set(), points: [] });
     for (const r of rows) {
@@ -121,7 +126,7 @@ export class MetricQueries {
 
   async percentiles(projectId: string, args: PercentilesArgs): Promise<WithLag<PercentilesResponse>> {
     const q = buildQuery(projectId, [args.name], args.filters, { bucketMs: INTERVALS[args.interval] });
-    const { rows, lag } = await percentilesOf(this.prisma, q, args.percentiles);
+    const { rows, lag } = await percentilesOf(this.db, q, args.percentiles);
     return {
       series: args.percentiles.map((percentile, i) => ({ percentile, points: rows.map((r) => ({ timestamp: new Date(r.ts).toISOString(), value: r.values[i] })) })),
       lag,
@@ -129,35 +134,35 @@ export class MetricQueries {
   }
 
   metricNames(projectId: string, prefix?: string, limit?: number) {
-    return metricNamesOf(this.prisma, projectId).then((a) => listed(a, 'names', prefix, limit));
+    return metricNamesOf(this.db, projectId).then((a) => listed(a, 'names', prefix, limit));
   }
 
   labelKeys(projectId: string, metricName: string) {
-    return labelKeysOf(this.prisma, projectId, metricId(metricName, 'metricName')).then((a) => listed(a, 'keys'));
+    return labelKeysOf(this.db, projectId, metricId(metricName, 'metricName')).then((a) => listed(a, 'keys'));
   }
 
   labelValues(projectId: string, metricName: string, labelKey: string, prefix?: string, limit?: number) {
-    return labelValuesOf(this.prisma, projectId, metricId(metricName, 'metricName'), labelKey, prefix).then((a) => listed(a, 'values', prefix, limit));
+    return labelValuesOf(this.db, projectId, metricId(metricName, 'metricName'), labelKey, prefix).then((a) => listed(a, 'values', prefix, limit));
   }
 
   entityTypes(projectId: string) {
-    return dimensionValuesOf(this.prisma, projectId, 'entity_type').then((a) => listed(a, 'entityTypes'));
+    return dimensionValuesOf(this.db, projectId, 'entity_type').then((a) => listed(a, 'entityTypes'));
   }
 
   entityNames(projectId: string, entityType?: string) {
-    return dimensionValuesOf(this.prisma, projectId, 'entity_name', entityType).then((a) => listed(a, 'names'));
+    return dimensionValuesOf(this.db, projectId, 'entity_name', entityType).then((a) => listed(a, 'names'));
   }
 
   serviceNames(projectId: string) {
-    return dimensionValuesOf(this.prisma, projectId, 'service_name').then((a) => listed(a, 'serviceNames'));
+    return dimensionValuesOf(this.db, projectId, 'service_name').then((a) => listed(a, 'serviceNames'));
   }
 
   environments(projectId: string) {
-    return dimensionValuesOf(this.prisma, projectId, 'environment').then((a) => listed(a, 'environments'));
+    return dimensionValuesOf(this.db, projectId, 'environment').then((a) => listed(a, 'environments'));
   }
 
   tags(projectId: string, entityType?: string) {
-    return tagsOf(this.prisma, projectId, entityType).then((a) => listed(a, 'tags'));
+    return tagsOf(this.db, projectId, entityType).then((a) => listed(a, 'tags'));
   }
 }
 
