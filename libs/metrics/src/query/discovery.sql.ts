@@ -1,11 +1,17 @@
 import { METRICS, METRIC_EVENT_TYPE } from '../metric-names';
 import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
-import { TAIL_LIMIT, type QueryAnswer } from './metric-query.sql';
+import type { QueryAnswer } from './metric-query.sql';
 
+/**
+ * The project's events the projector has not reached (all of them when it never ran): discovery
+ * must list every value, so unlike the metric queries there is no cap on this tail. Scoped to the
+ * project by the (project_id, tx, position) index. Every caller passes the project id as $1.
+ */
 const LAG_CTES = `cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
-    SELECT * FROM events WHERE (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
-     ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
+    SELECT * FROM events
+     WHERE project_id = $1
+       AND (tx, position) > (COALESCE((SELECT tx FROM cp), '0'::xid8), COALESCE((SELECT position FROM cp), 0))
   ),
   lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail)`;
 
