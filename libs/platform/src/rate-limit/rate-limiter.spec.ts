@@ -18,6 +18,13 @@ describe('RateLimiter fails open', () => {
     expect(calls).toEqual(['p:rate:key1 x50', 'p:rate:key1']);
   });
 
+  it('lets concurrent requests share one lease renewal instead of each taking a lease', async () => {
+    const { limiter: l, calls } = limiter('ready', async () => 0);
+    const waits = await Promise.all(Array.from({ length: 64 }, () => l.take('key1')));
+    expect(waits.every((w) => w === 0)).toBe(true);
+    expect(calls).toEqual(['p:rate:key1 x50', 'p:rate:key1 x50']);
+  });
+
   it('spends a granted lease locally: one Redis call for 50 requests', async () => {
     const { limiter: l, calls } = limiter('ready', async () => 0);
     for (let i = 0; i < 50; i++) expect(await l.take('key1')).toBe(0);

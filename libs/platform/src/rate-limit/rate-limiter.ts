@@ -42,6 +42,8 @@ export class RateLimiter {
   /** How many permits one Redis call takes: 1 for small bursts (exact), up to 50 for large ones. */
   private readonly lease: number;
   private readonly leases = new Map<string, { permits: number; until: number }>();
+  /** One lease request in flight per key: concurrent requests wait for it instead of each taking 50. */
+  private readonly leasing = new Map<string, Promise<boolean>>();
 
   constructor(
     config: Config,
@@ -61,18 +63,31 @@ export class RateLimiter {
   /** Takes one request from `keyId`'s allowance; the milliseconds to wait when there is none, else 0. */
   async take(keyId: string): Promise<number> {
     if (this.intervalMicros === 0 || this.client.redis.status !== 'ready') return 0;
-    const now = Date.now();
-    const held = this.leases.get(keyId);
-    if (held && held.permits > 0 && held.until > now) {
-      held.permits -= 1;
-      return 0;
+    for (;;) {
+      const held = this.leases.get(keyId);
+      if (held && held.permits > 0 && held.until > Date.now()) {
+        held.permits -= 1;
+        return 0;
+      }
+      if (this.lease === 1) return this.call(keyId, 1);
+      const inFlight = this.leasing.get(keyId);
+      if (inFlight) {
+        // Another request is renewing this key's lease: use it when it comes, or fall back to one permit.
+        if (await inFlight) continue;
+        return this.call(keyId, 1);
+      }
+      const renewal = this.call(keyId, this.lease).then((wait) => {
+        if (wait === 0) this.leases.set(keyId, { permits: this.lease, until: Date.now() + LEASE_MS });
+        else this.leases.delete(keyId);
+        return wait === 0;
+      });
+      this.leasing.set(keyId, renewal);
+      try {
+        if (!(await renewal)) return this.call(keyId, 1);
+      } finally {
+        this.leasing.delete(keyId);
+      }
     }
-    if (this.lease > 1 && (await this.call(keyId, this.lease)) === 0) {
-      this.leases.set(keyId, { permits: this.lease - 1, until: now + LEASE_MS });
-      return 0;
-    }
-    this.leases.delete(keyId);
-    return this.call(keyId, 1);
   }
 
   private async call(keyId: string, permits: number): Promise<number> {
