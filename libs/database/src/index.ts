@@ -7,3 +7,4 @@ export { Prisma } from '../../../generated/prisma/client';
 export { EVENT_COLUMNS, EVENT_SELECT } from './event-columns';
 export { poolSql, inTransaction } from './sql';
 export type { Sql } from './sql';
+export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';

@@ -22,3 +22,4 @@ export type { RouteDoc } from './http/documented';
 export { Clock } from './clock';
 export { strictJsonParser, findJsonStructureProblem, MAX_JSON_DEPTH } from './http/json-body';
 export { RateLimiter } from './rate-limit/rate-limiter';
+export { Caches } from './caches';

@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { EventPartitions, PrismaService } from '@tollgate/database';
+import { Caches } from './caches';
 import { Clock } from './clock';
 import { Config, type AppConfig } from './config';
 import { JobHandlers } from './queues/job-handlers';
@@ -25,6 +26,7 @@ export class PlatformModule {
       RedisClient,
       JobHandlers,
       Clock,
+      Caches,
       QueueErrors,
       RateLimiter,
     ];

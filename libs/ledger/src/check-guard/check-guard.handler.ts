@@ -4,18 +4,20 @@ import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgat
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
 import { guardDecisions, guardLatency } from '@tollgate/observability/metrics';
-import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
+import { AppError, Caches, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
 import { priceStep } from '../pricing/price-step';
 import { CheckGuard } from './check-guard.command';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
 import { decide, EMPTY_USAGE, usageKey, type Decision, type StepEstimate, type UsageTotals } from './guard-decision';
-import { readProjectSettings } from './project-settings.sql';
+import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
 import { KeyedMutex } from './keyed-mutex';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
 class GuardTimeout extends Error {}
+
+const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'count_tokens', policies: [], overrides: [] };
 
 /** A lock wait past lock_timeout, or a statement past its timeout: the guard could not decide in time. */
 const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
@@ -30,6 +32,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly partitions: EventPartitions,
     private readonly config: Config,
     private readonly clock: Clock,
+    private readonly caches: Caches,
   ) {}
 
   async execute({ projectId, request }: CheckGuard): Promise<GuardCheckResponse> {
@@ -78,7 +81,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // Before any transaction: creating a partition locks the whole log, which an open transaction
     // that has read it would wait on forever. (Cached: a no-op once this month's partition is known.)
     await this.partitions.ensureFor([now]);
-    const settings = await readProjectSettings(this.prisma.sql, projectId, request.estimate !== undefined);
+    const settings = ((await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null) ?? NO_SETTINGS;
     const { limits, skipped } = effectiveLimits(request, settings.policies);
     const estimate = this.estimate(request, settings.overrides, now);
     const requests = dedupe(limits.map((l) => ({ scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window })));

@@ -21,16 +21,15 @@ export interface ProjectSettings {
 }
 
 /** Everything a check needs to know about its project, in one round trip. */
-export async function readProjectSettings(db: Sql, projectId: string, withPrices: boolean): Promise<ProjectSettings> {
+export async function readProjectSettings(db: Sql, projectId: string): Promise<ProjectSettings | null> {
   const [row] = await db.query<{ unpriced_policy: 'count_tokens' | 'deny'; policies: StoredPolicy[]; overrides: any[] }>(
     `SELECT p.unpriced_policy,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
-            CASE WHEN $2 THEN coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) ELSE '[]'::jsonb END AS overrides
+            coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides
        FROM projects p WHERE p.id = $1`,
     projectId,
-    withPrices,
   );
-  if (!row) return { unpricedPolicy: 'count_tokens', policies: [], overrides: [] };
+  if (!row) return null;
   return {
     unpricedPolicy: row.unpriced_policy,
     policies: row.policies,

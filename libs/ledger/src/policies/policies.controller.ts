@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, UseGuards } from '@nestjs/common';
 import { idSchema, policySchema, type Policy } from '@tollgate/contracts';
-import { PrismaService } from '@tollgate/database';
-import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
+import { AppError, AuthGuard, Caches, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 
 type PolicyRow = Awaited<ReturnType<PrismaService['policy']['findFirst']>> & {};
 
@@ -24,7 +24,15 @@ export const policyView = (p: PolicyRow) => ({
 @Controller('v1/policies')
 @UseGuards(AuthGuard)
 export class PoliciesController {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly caches: Caches,
+  ) {}
+
+  /** Guard checks cache a project's policies: announce the change with it, and forget it here. */
+  private announce(projectId: string) {
+    return this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId);
+  }
 
   @Put(':name')
   @RequireScope('admin')
@@ -42,11 +50,15 @@ export class PoliciesController {
       entityName: body.entityName ?? null,
       updatedAt: new Date(),
     };
-    const row = await this.prisma.policy.upsert({
-      where: { projectId_name: { projectId: principal.projectId, name } },
-      create: { projectId: principal.projectId, name, ...data },
-      update: data,
-    });
+    const [row] = await this.prisma.$transaction([
+      this.prisma.policy.upsert({
+        where: { projectId_name: { projectId: principal.projectId, name } },
+        create: { projectId: principal.projectId, name, ...data },
+        update: data,
+      }),
+      this.announce(principal.projectId),
+    ]);
+    this.caches.projects.evict(principal.projectId);
     return policyView(row);
   }
 
@@ -63,7 +75,8 @@ export class PoliciesController {
   @RequireScope('admin')
   @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin' })
   async remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
-    const { count } = await this.prisma.policy.deleteMany({ where: { projectId: principal.projectId, name } });
+    const [{ count }] = await this.prisma.$transaction([this.prisma.policy.deleteMany({ where: { projectId: principal.projectId, name } }), this.announce(principal.projectId)]);
+    this.caches.projects.evict(principal.projectId);
     if (!count) throw new AppError('not_found', `No policy ${name} in this project`, 'name');
   }
 }

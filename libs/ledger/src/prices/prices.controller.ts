@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Param, Put, UseGuards } from '@nestjs/common';
-import { PrismaService } from '@tollgate/database';
-import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
+import { AuthGuard, Caches, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { EARLIEST_OCCURRED_AT, idSchema } from '@tollgate/contracts';
@@ -38,7 +38,10 @@ const priceView = (r: { id: string; provider: string; model: string; effectiveFr
 @Controller('v1/prices')
 @UseGuards(AuthGuard)
 export class PricesController {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly caches: Caches,
+  ) {}
 
   @Put(':provider/:model')
   @RequireScope('admin')
@@ -57,11 +60,13 @@ export class PricesController {
       cacheReadPerMillion: body.cacheReadPerMillion ?? null,
       cacheWritePerMillion: body.cacheWritePerMillion ?? null,
     };
-    const row = await this.prisma.priceOverride.upsert({
+    // Ingest and the guard cache a project's prices: announce the change in the same transaction.
+    const [row] = await this.prisma.$transaction([this.prisma.priceOverride.upsert({
       where: { projectId_provider_model_effectiveFrom: { projectId: principal.projectId, provider, model, effectiveFrom } },
       create: { id: `prc_${randomBytes(8).toString('hex')}`, projectId: principal.projectId, provider, model, effectiveFrom, ...data },
       update: data,
-    });
+    }), this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), principal.projectId)]);
+    this.caches.projects.evict(principal.projectId);
     return priceView(row);
   }
 

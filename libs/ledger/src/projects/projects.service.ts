@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '@tollgate/database';
-import { AppError, issueKey, type KeyScope } from '@tollgate/platform';
+import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
+import { AppError, Caches, issueKey, type KeyScope } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 
 /** Projects and their API keys. Keys are returned whole once, at creation, and stored as a hash. */
 @Injectable()
 export class ProjectsService {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly caches: Caches,
+  ) {}
 
   async createProject(input: { name: string; unpricedPolicy: 'count_tokens' | 'deny'; id?: string }) {
     const id = input.id ?? `prj_${randomBytes(8).toString('hex')}`;
@@ -30,7 +33,12 @@ export class ProjectsService {
   }
 
   async revokeKey(projectId: string, keyId: string) {
-    const { count } = await this.prisma.apiKey.updateMany({ where: { id: keyId, projectId, revokedAt: null }, data: { revokedAt: new Date() } });
+    // Every API process caches keys: the revocation is announced in its own transaction.
+    const [{ count }] = await this.prisma.$transaction([
+      this.prisma.apiKey.updateMany({ where: { id: keyId, projectId, revokedAt: null }, data: { revokedAt: new Date() } }),
+      this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.keys), keyId),
+    ]);
+    this.caches.keys.evict(keyId);
     if (count === 0) {
       const exists = await this.prisma.apiKey.findFirst({ where: { id: keyId, projectId } });
       if (!exists) throw new AppError('not_found', `No key ${keyId} in project ${projectId}`, 'keyId');

@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/
 import { Reflector } from '@nestjs/core';
 import { PrismaService } from '@tollgate/database';
 import type { FastifyRequest } from 'fastify';
+import { Caches } from '../caches';
 import { Config } from '../config';
 import { AppError } from '../errors/app-error';
 import { RateLimiter } from '../rate-limit/rate-limiter';
@@ -41,6 +42,7 @@ export class AuthGuard implements CanActivate {
     private readonly prisma: PrismaService,
     private readonly config: Config,
     private readonly limiter: RateLimiter,
+    private readonly caches: Caches,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -60,12 +62,13 @@ export class AuthGuard implements CanActivate {
     }
 
     const parsed = parseKey(token);
-    const [row] = parsed
-      ? await this.prisma.sql.query<{ project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null }>(
-          'SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1',
-          parsed.id,
-        )
-      : [];
+    type KeyRow = { project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null };
+    const row = parsed
+      ? ((await this.caches.keys.get(parsed.id, async () => {
+          const [found] = await this.prisma.sql.query<KeyRow>('SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1', parsed.id);
+          return found ?? null;
+        })) as KeyRow | null)
+      : null;
     if (!parsed || !row || row.revoked_at || !secretMatches(parsed.secret, row.secret_hash)) {
       throw new AppError('unauthorized', 'Invalid or revoked API key', 'authorization');
     }
