@@ -37,21 +37,26 @@ export const guardContextSchema = z.strictObject({
 });
 export type GuardContext = z.infer<typeof guardContextSchema>;
 
-export const guardLimitSchema = z
-  .strictObject({
-    scope: z.enum(SCOPES),
-    /** Rolling window; ignored for the run scope (a run is bounded by itself). */
-    window: z.enum(WINDOWS).default('7d'),
-    maxCost: amount.optional(),
-    maxTotalTokens: tokenLimit.optional(),
-    maxInputTokens: tokenLimit.optional(),
-    maxOutputTokens: tokenLimit.optional(),
-    /** Warn (soft threshold) once usage reaches this percentage of a limit. */
-    warnAtPercent: z.number({ error: 'must be a number' }).gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
-  })
-  .refine((l) => l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined, {
-    message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens',
-  });
+/** A budget's scope, window and amounts: the same fields in a request's limits and in a policy. */
+const budgetFields = {
+  scope: z.enum(SCOPES),
+  /** Rolling window; ignored for the run scope (a run is bounded by itself). */
+  window: z.enum(WINDOWS).default('7d'),
+  maxCost: amount.optional(),
+  maxTotalTokens: tokenLimit.optional(),
+  maxInputTokens: tokenLimit.optional(),
+  maxOutputTokens: tokenLimit.optional(),
+  /** Warn (soft threshold) once usage reaches this percentage of a limit. */
+  warnAtPercent: z.number({ error: 'must be a number' }).gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
+};
+
+const hasAnAmount = [
+  (l: { maxCost?: number; maxTotalTokens?: number; maxInputTokens?: number; maxOutputTokens?: number }) =>
+    l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined,
+  { message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens' },
+] as const;
+
+export const guardLimitSchema = z.strictObject(budgetFields).refine(...hasAnAmount);
 export type GuardLimit = z.infer<typeof guardLimitSchema>;
 
 export const guardEstimateSchema = z.strictObject({
@@ -123,18 +128,10 @@ export interface GuardCheckResponse {
 
 export const policySchema = z
   .strictObject({
-    scope: z.enum(SCOPES),
-    window: z.enum(WINDOWS).default('7d'),
-    maxCost: amount.optional(),
-    maxTotalTokens: tokenLimit.optional(),
-    maxInputTokens: tokenLimit.optional(),
-    maxOutputTokens: tokenLimit.optional(),
-    warnAtPercent: z.number().gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
+    ...budgetFields,
     strategy: z.enum(['block', 'warn']).default('block'),
     /** Apply only to steps of this entity (agent) name. */
     entityName: idSchema.optional(),
   })
-  .refine((l) => l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined, {
-    message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens',
-  });
+  .refine(...hasAnAmount);
 export type Policy = z.infer<typeof policySchema>;
