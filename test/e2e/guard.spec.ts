@@ -32,6 +32,43 @@ describe('POST /v1/guard/check', () => {
     expect(res.body.usage[`resource:${resourceId}@24h`]).toMatchObject({ inputTokens: 2000, outputTokens: 400, totalTokens: 2400, estimatedCost: 2 * STEP_COST, costUnit: 'USD', reservedCost: 0 });
   });
 
+  it('lets concurrent checks of one budget share reads, and each still counts every step acknowledged before it was sent', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const body = { context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1000 }] };
+    const readsMetric = async () => {
+      const text = (await call(svc.url, 'GET', '/metrics')).body as string;
+      return Number(/^tollgate_guard_usage_reads_total (\d+)/m.exec(text)![1]);
+    };
+    const readsBefore = await readsMetric();
+    let acknowledged = 0;
+    let stop = false;
+    let checks = 0;
+    const stale: string[] = [];
+    // 16 agents check the budget back to back while steps are acknowledged one by one.
+    const agents = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        const ackedWhenSent = acknowledged;
+        const res = await check(body);
+        checks++;
+        const seen = res.body.usage[`resource:${resourceId}@24h`].inputTokens / 1000;
+        if (seen < ackedWhenSent) stale.push(`sent after ${ackedWhenSent} steps, saw ${seen}`);
+      }
+    });
+    for (let step = 1; step <= 30; step++) {
+      expect((await ingest([stepEvent({ resourceId })])).status).toBe(200);
+      acknowledged = step;
+      // And a check sent right after the acknowledgement, while the agents' reads are in flight:
+      const res = await check(body);
+      expect(res.body.usage[`resource:${resourceId}@24h`].inputTokens).toBeGreaterThanOrEqual(step * 1000);
+    }
+    stop = true;
+    await Promise.all(agents);
+    expect(stale).toEqual([]);
+    const reads = (await readsMetric()) - readsBefore;
+    expect(checks).toBeGreaterThan(100);
+    expect(reads).toBeLessThan(checks); // reads were shared (every check alone would be checks + 30)
+  });
+
   it('denies when usage reaches the limit, and says which limit', async () => {
     const resourceId = `r-${randomUUID()}`;
     await ingest([stepEvent({ resourceId, usage: { inputTokens: 1000, outputTokens: 0 } })]);

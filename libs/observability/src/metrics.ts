@@ -48,6 +48,13 @@ export const guardDecisions = new Counter({
   registers: [metricsRegistry],
 });
 
+/** Usage statements the guard ran; below the checks when concurrent checks of one budget share reads. */
+export const guardUsageReads = new Counter({
+  name: 'tollgate_guard_usage_reads_total',
+  help: 'Usage reads (one statement each) run by guard checks; concurrent checks of the same scopes share one',
+  registers: [metricsRegistry],
+});
+
 // Projections (set by the projector) ---------------------------------------------------------
 
 export const projectionLagEvents = new Gauge({

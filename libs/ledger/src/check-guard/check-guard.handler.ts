@@ -3,7 +3,7 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
-import { guardDecisions, guardLatency } from '@tollgate/observability/metrics';
+import { guardDecisions, guardLatency, guardUsageReads } from '@tollgate/observability/metrics';
 import { AppError, Caches, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
@@ -12,10 +12,17 @@ import { CheckGuard } from './check-guard.command';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
 import { decide, EMPTY_USAGE, usageKey, type Decision, type StepEstimate, type UsageTotals } from './guard-decision';
 import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
+import { CoalescedReads } from './coalesced-reads';
 import { KeyedMutex } from './keyed-mutex';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
 class GuardTimeout extends Error {}
+
+/** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
+interface UsageRead {
+  at: Date;
+  usage: ReadonlyMap<string, UsageTotals>;
+}
 
 const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'count_tokens', policies: [], overrides: [] };
 
@@ -26,6 +33,7 @@ const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?:
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
   private readonly logger = new Logger('guard');
   private readonly mutex = new KeyedMutex();
+  private readonly reads = new CoalescedReads<UsageRead>();
 
   constructor(
     private readonly prisma: PrismaService,
@@ -88,11 +96,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const reserving = request.reserve && !request.dryRun;
     const audit = !request.dryRun;
 
-    const run = async (db: Sql) => {
+    const read = async (db: Sql): Promise<UsageRead> => {
       // The window ends when usage is read, after any wait for the scope's lock: a step event
       // committed while this check queued is inside it (its reservation is settled by then).
       const at = this.clock.now();
-      const usage = await readScopeUsage(db, projectId, requests, at);
+      guardUsageReads.inc();
+      return { at, usage: await readScopeUsage(db, projectId, requests, at) };
+    };
+    const run = async (db: Sql, { at, usage }: UsageRead) => {
       const decision = decide(limits, usage, estimate, settings.unpricedPolicy);
       const events: SystemEvent[] = [];
       let reservation: GuardCheckResponse['reservation'];
@@ -113,7 +124,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       return { at, usage, decision, reservation };
     };
 
-    let result: { at: Date; usage: Map<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
+    let result: { at: Date; usage: ReadonlyMap<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
     if (reserving) {
       const existing = await this.existingReservation(projectId, request.stepId!);
       if (existing) return { ...existing, skipped, asOf: now.toISOString() };
@@ -128,13 +139,16 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
             projectId,
             keys,
           );
-          return run(tx);
+          return run(tx, await read(tx));
         }, this.config.values.GUARD_TIMEOUT_MS);
       } finally {
         release();
       }
     } else {
-      result = await run(this.prisma.sql);
+      // A check that reserves nothing only reads: concurrent checks reading the same usage share
+      // one statement, started after each of them arrived (see CoalescedReads).
+      const key = `${projectId}\u001f${requests.map((r) => `${r.scope}:${r.scopeId}@${r.window}`).sort().join('\u001f')}`;
+      result = await run(this.prisma.sql, await this.reads.run(key, () => read(this.prisma.sql)));
     }
     return {
       decision: result.decision.decision,
@@ -201,7 +215,7 @@ function dedupe(requests: UsageRequest[]): UsageRequest[] {
   return [...seen.values()];
 }
 
-function usageView(requests: UsageRequest[], usage: Map<string, UsageTotals>): Record<string, ScopeUsage> {
+function usageView(requests: UsageRequest[], usage: ReadonlyMap<string, UsageTotals>): Record<string, ScopeUsage> {
   const out: Record<string, ScopeUsage> = {};
   for (const r of requests) {
     const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
