@@ -1,7 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createLogger, HttpExceptionFilter, PlatformModule, strictJsonParser, type AppConfig } from '@tollgate/platform';
+import { createLogger, HttpExceptionFilter, PlatformModule, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
 import { ApiFeaturesModule } from './api.module';
 
 @Module({})
@@ -17,6 +17,7 @@ class RootModule {
  * single-process entrypoint adds the worker's modules there.
  */
 export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []): Promise<NestFastifyApplication> {
+  useLeanAsyncResourceBind();
   const adapter = new FastifyAdapter({
     bodyLimit: config.INGEST_MAX_BODY_BYTES,
     // Past Fastify's default of 100 a long id got the router's own 414; ids are checked (≤ 256) by the route.

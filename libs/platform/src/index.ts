@@ -21,5 +21,6 @@ export { Documented, buildOpenApi } from './http/documented';
 export type { RouteDoc } from './http/documented';
 export { Clock } from './clock';
 export { strictJsonParser, findJsonStructureProblem, MAX_JSON_DEPTH } from './http/json-body';
+export { useLeanAsyncResourceBind } from './http/lean-async-bind';
 export { RateLimiter } from './rate-limit/rate-limiter';
 export { Caches } from './caches';
