@@ -25,12 +25,32 @@ describe('RateLimiter fails open', () => {
     expect(calls).toEqual(['p:rate:key1 x50', 'p:rate:key1 x50']);
   });
 
-  it('spends a granted lease locally: one Redis call for 50 requests', async () => {
+  it('spends a granted lease locally, and asks for the next one while half of it is left', async () => {
     const { limiter: l, calls } = limiter('ready', async () => 0);
-    for (let i = 0; i < 50; i++) expect(await l.take('key1')).toBe(0);
-    expect(calls).toEqual(['p:rate:key1 x50']);
-    await l.take('key1');
+    for (let i = 0; i < 24; i++) expect(await l.take('key1')).toBe(0);
+    expect(calls).toEqual(['p:rate:key1 x50']); // one Redis call for these 24
+    expect(await l.take('key1')).toBe(0); // 25 of 50 left: the next lease is asked for now
     expect(calls).toEqual(['p:rate:key1 x50', 'p:rate:key1 x50']);
+    // 25 + 50 permits held: 49 more requests before the third lease, which again comes early.
+    for (let i = 0; i < 49; i++) expect(await l.take('key1')).toBe(0);
+    expect(calls).toHaveLength(2);
+    await l.take('key1');
+    expect(calls).toHaveLength(3);
+  });
+
+  it('never lets a busy key wait on Redis while it still holds permits', async () => {
+    let answer!: (wait: number) => void;
+    const { limiter: l, calls } = limiter('ready', () => new Promise<number>((resolve) => (answer = resolve)));
+    const first = l.take('key1');
+    answer(0);
+    expect(await first).toBe(0);
+    // The next renewal hangs: the 49 permits still held are spent without waiting for it.
+    for (let i = 0; i < 49; i++) expect(await l.take('key1')).toBe(0);
+    expect(calls).toEqual(['p:rate:key1 x50', 'p:rate:key1 x50']);
+    const waiting = l.take('key1');
+    answer(0);
+    expect(await waiting).toBe(0);
+    expect(calls).toHaveLength(2);
   });
 
   it('lets the request through at once while Redis is not connected, without calling it', async () => {

@@ -67,27 +67,31 @@ export class RateLimiter {
       const held = this.leases.get(keyId);
       if (held && held.permits > 0 && held.until > Date.now()) {
         held.permits -= 1;
+        // A busy key asks for its next lease while half of this one is left, so its requests do
+        // not queue behind a Redis round trip each time a lease runs out.
+        if (held.permits <= this.lease / 2 && !this.leasing.has(keyId)) void this.renew(keyId);
         return 0;
       }
       if (this.lease === 1) return this.call(keyId, 1);
-      const inFlight = this.leasing.get(keyId);
-      if (inFlight) {
-        // Another request is renewing this key's lease: use it when it comes, or fall back to one permit.
-        if (await inFlight) continue;
-        return this.call(keyId, 1);
-      }
-      const renewal = this.call(keyId, this.lease).then((wait) => {
-        if (wait === 0) this.leases.set(keyId, { permits: this.lease, until: Date.now() + LEASE_MS });
-        else this.leases.delete(keyId);
-        return wait === 0;
-      });
-      this.leasing.set(keyId, renewal);
-      try {
-        if (!(await renewal)) return this.call(keyId, 1);
-      } finally {
-        this.leasing.delete(keyId);
-      }
+      // Another request is renewing this key's lease: use it when it comes, or fall back to one permit.
+      const renewal = this.leasing.get(keyId) ?? this.renew(keyId);
+      if (!(await renewal)) return this.call(keyId, 1);
     }
+  }
+
+  /** Takes a lease of permits from Redis for `keyId` (one renewal in flight per key); true when granted. */
+  private renew(keyId: string): Promise<boolean> {
+    const renewal = this.call(keyId, this.lease).then((wait) => {
+      this.leasing.delete(keyId);
+      if (wait > 0) return false;
+      const held = this.leases.get(keyId);
+      const until = Date.now() + LEASE_MS;
+      if (held && held.until > Date.now()) Object.assign(held, { permits: held.permits + this.lease, until });
+      else this.leases.set(keyId, { permits: this.lease, until });
+      return true;
+    });
+    this.leasing.set(keyId, renewal);
+    return renewal;
   }
 
   private async call(keyId: string, permits: number): Promise<number> {
