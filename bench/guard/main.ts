@@ -45,11 +45,14 @@ function postgresCpuMs(): number {
 async function generate(pool: Pool, projectId: string, resourceId: string) {
   // The partitions, the events and the guard's counters as ingest writes them, but in bulk.
   await pool.query(`SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now() + interval '1 month', interval '1 month') AS d`);
+  // In time order, as agents report steps while they happen (a random order would put every event
+  // of an hour on its own page, which only a bulk backfill does).
   await pool.query(
     `INSERT INTO events (project_id, event_id, type, occurred_at, trace_id, resource_id, entity_type, provider, model, input_tokens, output_tokens, cost_micros, input_cost_micros, output_cost_micros, cost_unit, cost_source, price_id)
-     SELECT $1, 'gen-' || i, 'StepUsageRecorded', now() - (random() * interval '365 days'), 'trace-' || (i % 50000), $2, 'agent', 'openai', 'gpt-4o',
+     SELECT $1, 'gen-' || i, 'StepUsageRecorded', at, 'trace-' || (i % 50000), $2, 'agent', 'openai', 'gpt-4o',
             1000 + i % 1000, 100 + i % 300, 2500 + (i % 1000) * 2.5 + (100 + i % 300) * 10, 2500 + (i % 1000) * 2.5, (100 + i % 300) * 10, 'USD', 'catalog', 'genai-prices:openai/gpt-4o'
-       FROM generate_series(1, $3::int) AS i`,
+       FROM (SELECT i, now() - (random() * interval '365 days') AS at FROM generate_series(1, $3::int) AS i) AS g
+      ORDER BY at`,
     [projectId, resourceId, EVENTS],
   );
   await pool.query(`INSERT INTO event_ids (project_id, event_id, occurred_at) SELECT project_id, event_id, occurred_at FROM events WHERE project_id = $1`, [projectId]);
