@@ -29,16 +29,23 @@ function cpuMs(pid: number): number {
   }
 }
 
-/** CPU time (ms) of every PostgreSQL process on this machine (the bench is alone on it). */
-function postgresCpuMs(): number {
-  let total = 0;
+/** CPU time (ms) of each PostgreSQL process on this machine (the bench is alone on it), by pid. */
+function postgresCpuMs(): Map<number, number> {
+  const byPid = new Map<number, number>();
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) total += cpuMs(Number(pid));
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) byPid.set(Number(pid), cpuMs(Number(pid)));
     } catch {
       /* exited */
     }
   }
+  return byPid;
+}
+
+/** CPU PostgreSQL used between two samples, over the processes alive at both (an exiting autovacuum worker takes its time with it). */
+function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) if (before.has(pid)) total += ms - before.get(pid)!;
   return total;
 }
 
@@ -181,7 +188,7 @@ async function main() {
         results.set(c, [...(results.get(c) ?? []), g]);
         const per = (ms: number) => ((ms * 1000) / g.n).toFixed(0);
         console.log(
-          `${String(c).padStart(11)} | ${String(round).padStart(5)} | ${g.p50.toFixed(2).padStart(6)} | ${g.p99.toFixed(2).padStart(6)} | ${g.rate.toFixed(0).padStart(8)} | ${((r1 - r0) / g.n).toFixed(2).padStart(11)} | ${per(s1 - s0).padStart(10)} | ${per(g1 - g0).padStart(11)} | ${per((c1.user + c1.system) / 1000).padStart(9)}`,
+          `${String(c).padStart(11)} | ${String(round).padStart(5)} | ${g.p50.toFixed(2).padStart(6)} | ${g.p99.toFixed(2).padStart(6)} | ${g.rate.toFixed(0).padStart(8)} | ${((r1 - r0) / g.n).toFixed(2).padStart(11)} | ${per(s1 - s0).padStart(10)} | ${per(postgresCpuBetween(g0, g1)).padStart(11)} | ${per((c1.user + c1.system) / 1000).padStart(9)}`,
         );
       }
     }
