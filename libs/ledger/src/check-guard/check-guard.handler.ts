@@ -147,7 +147,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     } else {
       // A check that reserves nothing only reads: concurrent checks reading the same usage share
       // one statement, started after each of them arrived (see CoalescedReads).
-      const key = `${projectId}\u001f${requests.map((r) => `${r.scope}:${r.scopeId}@${r.window}`).sort().join('\u001f')}`;
+      const key = [projectId, ...requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join('\u001f');
       result = await run(this.prisma.sql, await this.reads.run(key, () => read(this.prisma.sql)));
     }
     return {

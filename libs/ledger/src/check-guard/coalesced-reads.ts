@@ -9,7 +9,7 @@
  * checking one budget, each statement answers all who arrived while the previous one ran.
  */
 export class CoalescedReads<T> {
-  private readonly keys = new Map<string, { running: Promise<unknown>; next?: Promise<T> }>();
+  private readonly keys = new Map<string, { running: Promise<T>; next?: Promise<T> }>();
 
   run(key: string, read: () => Promise<T>): Promise<T> {
     const state = this.keys.get(key);
@@ -24,7 +24,7 @@ export class CoalescedReads<T> {
 
   private start(key: string, read: () => Promise<T>): Promise<T> {
     const running = read();
-    const state = { running: running as Promise<unknown> };
+    const state: { running: Promise<T>; next?: Promise<T> } = { running };
     this.keys.set(key, state);
     const done = () => {
       // The next read (if any) has replaced this state by now; only the last one cleans up.
