@@ -123,7 +123,7 @@ describe('POST /v1/guard/check', () => {
     });
     afterAll(() => clocked.close());
 
-    it.each(['1h', '24h', '7d', '30d', '365d'] as const)('%s: an event 1 ms inside counts, 1 ms outside does not', async (window) => {
+    it.each(['1h', '24h', '7d', '30d', '365d'] as const)('%s: an event 1 ms inside counts, 1 ms before does not, one dated ahead of the clock does', async (window) => {
       const ms = { '1h': 3600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, '365d': 365 * 86_400_000 }[window];
       const resourceId = `r-${randomUUID()}`;
       const at = (offset: number, inputTokens: number) => stepEvent({ resourceId, occurredAt: new Date(now.getTime() + offset).toISOString(), usage: { inputTokens, outputTokens: 0 } });
@@ -134,12 +134,12 @@ describe('POST /v1/guard/check', () => {
         at(-Math.floor(ms / 2), 1000), // in the middle (whole hours and days)
         at(-1, 10_000), // 1 ms before now: in
         at(0, 100_000), // now: in
-        at(1, 1_000_000), // 1 ms in the future: not yet
+        at(1, 1_000_000), // 1 ms ahead of our clock: committed, so it counts (a window never hides a step)
       ];
       const res = await call(clocked.url, 'POST', '/v1/events', { token: p.key, body: { events } });
       expect(res.body.accepted).toBe(7);
       const g = await call(clocked.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', window, maxInputTokens: 10_000_000 }] } });
-      expect(g.body.usage[`resource:${resourceId}@${window}`].inputTokens).toBe(111_110);
+      expect(g.body.usage[`resource:${resourceId}@${window}`].inputTokens).toBe(1_111_110);
     });
   });
 
@@ -268,12 +268,21 @@ describe('POST /v1/guard/check', () => {
 
   describe('unpriced usage (a model with no price)', () => {
     const unknown = { provider: 'acme', model: 'acme-large-9' };
-    it('counts its tokens but adds no cost by default', async () => {
+    it('counts its tokens, and by default a cost budget does not let it through as free', async () => {
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId, ...unknown })]);
-      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.000001 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] });
-      expect(res.body.decision).toBe('allow');
+      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 100 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] });
+      expect(res.body.decision).toBe('deny');
+      expect(res.body.violations).toEqual([expect.objectContaining({ limitType: 'cost', reason: expect.stringContaining('no price') })]);
       expect(res.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ totalTokens: 1200, estimatedCost: 0, unpricedEvents: 1 });
+    });
+
+    it('counts its tokens only when the project chose count_tokens (its cost budgets then do not bind it)', async () => {
+      const lax = await createProject(svc.url, ['ingest', 'guard', 'read', 'admin'], { unpricedPolicy: 'count_tokens' });
+      const resourceId = `r-${randomUUID()}`;
+      await ingest([stepEvent({ resourceId, ...unknown })], lax);
+      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.000001 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] }, lax);
+      expect(res.body.decision).toBe('allow');
     });
 
     it('denies cost-limited steps when the project says so, and leaves token limits alone', async () => {
@@ -305,14 +314,14 @@ describe('POST /v1/guard/check', () => {
   });
 
   describe('when the guard cannot decide', () => {
-    it('answers with the caller\'s failMode within the timeout, never hangs', async () => {
+    it('answers a scope held by a stuck transaction as busy within the bound, whatever the failMode, and leaves nothing behind', async () => {
       const slow = await startService({ GUARD_TIMEOUT_MS: '500' });
       const blocker = new Client({ connectionString: TEST_DATABASE_URL });
       await blocker.connect();
       try {
         const p = await createProject(slow.url);
         const resourceId = `r-${randomUUID()}`;
-        // Another transaction holds the scope's lock (as a stuck check would).
+        // Another transaction holds the scope's lock (as a stuck check on another replica would).
         await blocker.query('BEGIN');
         await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [p.id, `resource:${resourceId}`]);
         const body = (failMode: string) => ({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
@@ -320,12 +329,37 @@ describe('POST /v1/guard/check', () => {
         const open = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('open') });
         const closed = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('closed') });
         expect(Date.now() - started).toBeLessThan(3000);
-        expect(open.body).toMatchObject({ decision: 'allow', reason: expect.stringContaining('failMode open') });
-        expect(closed.body).toMatchObject({ decision: 'deny', reason: expect.stringContaining('failMode closed') });
+        for (const res of [open, closed]) {
+          expect(res.status).toBe(200);
+          expect(res.body).toMatchObject({ decision: 'deny', reason: 'busy', retryAfterMs: expect.any(Number) });
+          expect(res.body.reservation).toBeUndefined();
+        }
+        await blocker.query('ROLLBACK');
+        const [left] = await slow.prisma.$queryRawUnsafe<{ r: bigint; e: bigint }[]>(
+          `SELECT (SELECT count(*) FROM reservations WHERE project_id = $1) AS r, (SELECT count(*) FROM events WHERE project_id = $1) AS e`,
+          p.id,
+        );
+        expect({ reservations: Number(left.r), events: Number(left.e) }).toEqual({ reservations: 0, events: 0 });
       } finally {
         await blocker.query('ROLLBACK').catch(() => undefined);
         await blocker.end();
         await slow.close();
+      }
+    });
+
+    it('applies the caller\'s failMode only when the database cannot be reached', async () => {
+      const lost = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      const body = (failMode: string) => ({ context: { resourceId: `r-${randomUUID()}` }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
+      // The key and the settings are cached; the database goes away before the decision.
+      await check(body('open'));
+      const spy = jest.spyOn(svc.prisma, 'transaction').mockRejectedValue(lost);
+      try {
+        const open = await check(body('open'));
+        const closed = await check(body('closed'));
+        expect(open.body).toMatchObject({ decision: 'allow', reason: expect.stringContaining('failMode open') });
+        expect(closed.body).toMatchObject({ decision: 'deny', reason: expect.stringContaining('failMode closed') });
+      } finally {
+        spy.mockRestore();
       }
     });
 

@@ -32,7 +32,7 @@ export const COMMANDS: CliCommand[] = [
     options: { name: { type: 'string' }, id: { type: 'string' }, 'unpriced-policy': { type: 'string' } },
     async run(ctx, v) {
       if (!v.name) throw new Error('--name is required');
-      const policy = (v['unpriced-policy'] as string | undefined) ?? 'count_tokens';
+      const policy = (v['unpriced-policy'] as string | undefined) ?? 'deny';
       if (policy !== 'count_tokens' && policy !== 'deny') throw new Error('--unpriced-policy must be count_tokens or deny');
       print(await ctx.get(ProjectsService).createProject({ name: String(v.name), id: v.id as string | undefined, unpricedPolicy: policy }));
     },

@@ -21,6 +21,9 @@ export type LimitType = (typeof LIMIT_TYPES)[number];
 
 // Bounded so that a limit in micro-units always fits a bigint column.
 const amount = z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive').max(1e9, 'must be at most 1000000000');
+/** A cost unit: a three-letter currency code such as USD (the same rule as an event's cost). */
+export const costUnitSchema = z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD');
+
 const tokenLimit = z.number({ error: 'must be a number' }).int('must be an integer').positive('must be positive').max(1e15, 'must be at most 1e15');
 
 /** The step's ids; `runId` stands for the trace when no traceId is given. */
@@ -43,6 +46,8 @@ const budgetFields = {
   /** Rolling window; ignored for the run scope (a run is bounded by itself). */
   window: z.enum(WINDOWS).default('7d'),
   maxCost: amount.optional(),
+  /** The unit of maxCost; the project's cost unit (USD unless set) when not given. */
+  costUnit: costUnitSchema.optional(),
   maxTotalTokens: tokenLimit.optional(),
   maxInputTokens: tokenLimit.optional(),
   maxOutputTokens: tokenLimit.optional(),
@@ -97,6 +102,25 @@ export interface GuardFinding {
   threshold: 'soft' | 'hard';
   /** Where the limit came from: the request, or a project policy by name. */
   source: string;
+  /** Why a finding is not a plain comparison, e.g. usage in a unit with no rate to the limit's. */
+  reason?: string;
+}
+
+/** What the step's estimate costs, and how it was priced. */
+export interface GuardEstimateView {
+  /** In `costUnit`; null when the step could not be priced (no price, no fallback). */
+  cost: number | null;
+  costUnit: string | null;
+  priced: boolean;
+  /** The catalog or override price used, when priced. */
+  priceId?: string;
+  /** Set when the project's fallback rate for unpriced models was used. */
+  fallback?: 'project';
+  /** The input tokens the guard holds: the estimate's, times the margin learned for this model. */
+  inputTokens: number;
+  outputTokens: number;
+  /** Actual ÷ estimated input tokens assumed for this provider and model (≥ 1). */
+  inputTokensMargin: number;
 }
 
 export interface ScopeUsage {
@@ -111,18 +135,32 @@ export interface ScopeUsage {
   reservedInputTokens: number;
   reservedOutputTokens: number;
   unpricedEvents: number;
+  /** Recorded cost per unit, never summed across units. */
+  costByUnit: Record<string, number>;
+  /** Reserved cost per unit. */
+  reservedCostByUnit: Record<string, number>;
 }
 
 export interface GuardCheckResponse {
   decision: 'allow' | 'deny';
-  /** Why the decision was taken without evaluating (guard unavailable → failMode). */
+  /**
+   * Set when the decision was taken without evaluating the budgets:
+   * - `'busy'`: too many checks are queued on one of the step's scopes; nothing was reserved or
+   *   logged. Retry after `retryAfterMs` (the SDK and the processors do, with jitter).
+   * - `'guard unavailable (…); failMode …'`: the database could not be reached; the caller's
+   *   `failMode` decided.
+   */
   reason?: string;
+  /** With `reason: 'busy'`: when a retry is likely to be served. */
+  retryAfterMs?: number;
   violations: GuardFinding[];
   warnings: GuardFinding[];
   skipped: { scope: Scope; reason: string }[];
   /** Keyed `<scopeKey>@<window>`, e.g. `resource:abc@7d`, or `run:<id>` for runs. */
   usage: Record<string, ScopeUsage>;
   reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
+  /** Present whenever the request had an estimate, dry runs included. */
+  estimate?: GuardEstimateView;
   asOf: string;
 }
 

@@ -11,6 +11,7 @@ import { inTransaction, poolSql, type Sql } from './sql';
 @Injectable()
 export class PrismaService extends PrismaClient implements OnModuleDestroy {
   readonly pool: Pool;
+  readonly poolSize: number;
   /** Hot-path SQL on the same pool (see sql.ts for why not through Prisma). */
   readonly sql: Sql;
 
@@ -26,13 +27,14 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
     // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
     pool.on('error', () => undefined);
     super({ adapter: new PrismaPg(pool) });
+    this.poolSize = poolSize;
     this.pool = pool;
     this.sql = poolSql(pool);
   }
 
   /** One transaction on one connection of the pool, for hot-path SQL. */
-  transaction<T>(fn: (sql: Sql) => Promise<T>, lockTimeoutMs?: number): Promise<T> {
-    return inTransaction(this.pool, fn, lockTimeoutMs);
+  transaction<T>(fn: (sql: Sql) => Promise<T>, timeoutMs?: number): Promise<T> {
+    return inTransaction(this.pool, fn, timeoutMs);
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -37,15 +37,17 @@ export function poolSql(pool: Pool | PoolClient): Sql {
 }
 
 /**
- * Runs `fn` in one transaction on one pooled connection. `lockTimeoutMs` bounds every lock wait
- * inside it, so a transaction never holds a connection forever behind a stuck lock holder.
+ * Runs `fn` in one transaction on one pooled connection. `timeoutMs` bounds every lock wait and
+ * every statement inside it, so a transaction never holds a connection forever behind a stuck
+ * lock holder or a slow statement (it is then rolled back, and nothing of it remains).
  */
-export async function inTransaction<T>(pool: Pool, fn: (sql: Sql) => Promise<T>, lockTimeoutMs?: number): Promise<T> {
+export async function inTransaction<T>(pool: Pool, fn: (sql: Sql) => Promise<T>, timeoutMs?: number): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
-    if (lockTimeoutMs !== undefined) await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+    // One round trip: a simple query may hold several statements.
+    const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
+    await client.query(ms === undefined ? 'BEGIN' : `BEGIN; SET LOCAL lock_timeout = ${ms}; SET LOCAL statement_timeout = ${ms}`);
     const result = await fn(poolSql(client));
     await client.query('COMMIT');
     return result;

@@ -40,7 +40,7 @@ export const guardLatency = new Histogram({
   registers: [metricsRegistry],
 });
 
-/** Guard decisions by outcome (allow, deny, warn, error). */
+/** Guard decisions by outcome (allow, deny, warn, busy, failmode_allow, failmode_deny, error). */
 export const guardDecisions = new Counter({
   name: 'tollgate_guard_decisions_total',
   help: 'Guard decisions, by outcome',
@@ -52,6 +52,20 @@ export const guardDecisions = new Counter({
 export const guardUsageReads = new Counter({
   name: 'tollgate_guard_usage_reads_total',
   help: 'Usage reads (one statement each) run by guard checks; concurrent checks of the same scopes share one',
+  registers: [metricsRegistry],
+});
+
+/** Settlements whose actual usage passed their reservation (a tokenizer or estimate undercounting). */
+export const reservationsExceeded = new Counter({
+  name: 'tollgate_reservations_exceeded_total',
+  help: 'Reservations settled with more cost or tokens than they held',
+  registers: [metricsRegistry],
+});
+
+/** Reserving checks waiting for their scope's group commit. */
+export const guardQueueDepth = new Gauge({
+  name: 'tollgate_guard_queue_depth',
+  help: 'Reserving guard checks queued for a group commit',
   registers: [metricsRegistry],
 });
 

@@ -21,8 +21,21 @@ const configSchema = z.object({
   SHUTDOWN_GRACE_MS: durationMs.default(10_000),
   /** How long a guard reservation holds budget when its step event never arrives. */
   GUARD_RESERVATION_TTL_MS: durationMs.default(5 * 60_000),
-  /** Past this, a guard check answers with the caller's failMode instead of waiting. */
+  /**
+   * Bounds the guard's own database work (lock waits and statements of a check's transaction).
+   * Past it the transaction is rolled back and the caller is told the guard is busy.
+   */
   GUARD_TIMEOUT_MS: durationMs.default(2000),
+  /** How long a reserving check may wait in its scope's queue before it is answered busy. */
+  GUARD_QUEUE_WAIT_MS: durationMs.default(1000),
+  /** Reserving checks that may be queued on one scope key at once; past it, busy at once. */
+  GUARD_QUEUE_MAX_PER_KEY: z.coerce.number().int().min(1).default(2048),
+  /** Reserving checks queued on one scope are decided together in one transaction (group commit). */
+  GUARD_GROUP_COMMIT: z.enum(['on', 'off']).default('on'),
+  /** The most checks one group commit decides. */
+  GUARD_MAX_BATCH: z.coerce.number().int().min(1).max(4096).default(128),
+  /** Group commits a process runs at once (each holds one pooled connection). */
+  GUARD_MAX_CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(64).default(4),
   /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
   /** Encrypts exporter secrets at rest (any string of 32+ characters); needed once an exporter has secrets. */

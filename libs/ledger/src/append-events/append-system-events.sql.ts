@@ -1,23 +1,9 @@
 import type { Sql } from '@tollgate/database';
+import type { SystemEvent } from '../events';
 
-/** An event the service itself writes to the log (guard decisions, reservation life cycle). */
-export interface SystemEvent {
-  /** Deterministic where the event must happen once (e.g. `reservation:<id>:settled`). */
-  eventId: string;
-  type: 'BudgetReserved' | 'ReservationSettled' | 'ReservationReleased' | 'GuardDecided';
-  occurredAt: Date;
-  scopes?: { traceId?: string; runId?: string; threadId?: string; resourceId?: string; userId?: string; organizationId?: string; sessionId?: string; entityType?: string; entityName?: string };
-  reservationId?: string;
-  data: Record<string, unknown>;
-}
-
-/**
- * Appends service events with the same idempotency claim as step events: an event id already in
- * the log is skipped, so settling or releasing twice writes one event. Returns the ids written.
- */
-export async function appendSystemEvents(db: Sql, projectId: string, events: readonly SystemEvent[]): Promise<Set<string>> {
-  if (!events.length) return new Set();
-  const records = events.map((e) => ({
+/** A system event as a row of the log. */
+export function eventRecord(e: SystemEvent) {
+  return {
     event_id: e.eventId,
     type: e.type,
     occurred_at: e.occurredAt.toISOString(),
@@ -32,7 +18,16 @@ export async function appendSystemEvents(db: Sql, projectId: string, events: rea
     entity_name: e.scopes?.entityName ?? null,
     reservation_id: e.reservationId ?? null,
     data: e.data,
-  }));
+  };
+}
+
+/**
+ * Appends service events with the same idempotency claim as step events: an event id already in
+ * the log is skipped, so settling or releasing twice writes one event. Returns the ids written.
+ */
+export async function appendSystemEvents(db: Sql, projectId: string, events: readonly SystemEvent[]): Promise<Set<string>> {
+  if (!events.length) return new Set();
+  const records = events.map(eventRecord);
   const rows = await db.query<{ event_id: string }>(
     `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,

@@ -1,22 +1,34 @@
 import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import type { GuardCheckRequest, GuardCheckResponse, ScopeUsage } from '@tollgate/contracts';
+import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
-import { guardDecisions, guardLatency, guardUsageReads } from '@tollgate/observability/metrics';
+import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/observability/metrics';
 import { AppError, Caches, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
-import { appendSystemEvents, type SystemEvent } from '../append-events/append-system-events.sql';
-import { priceStep } from '../pricing/price-step';
+import { appendSystemEvents } from '../append-events/append-system-events.sql';
+import { normalizeModel, normalizeProvider, priceStep } from '../pricing/price-step';
 import { CheckGuard } from './check-guard.command';
-import { effectiveLimits, scopeKeysOf } from './effective-limits';
-import { decide, EMPTY_USAGE, usageKey, type Decision, type StepEstimate, type UsageTotals } from './guard-decision';
-import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
 import { CoalescedReads } from './coalesced-reads';
-import { KeyedMutex } from './keyed-mutex';
+import { effectiveLimits, scopeKeysOf } from './effective-limits';
+import { heldInputTokens, marginFromBins } from './estimate-margins';
+import { lockScopes, readEstimateRatios, writeGuardOutcome, type ExistingReservation } from './guard-batch.sql';
+import {
+  decideInOrder,
+  emptyUsage,
+  estimateView,
+  scopeUsageView,
+  usageKey,
+  type CheckCase,
+  type CheckOutcome,
+  type EffectiveLimit,
+  type NewReservation,
+  type StepEstimate,
+  type UsageTotals,
+} from './guard-decision';
+import { GroupCommit } from './group-commit';
+import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
-
-class GuardTimeout extends Error {}
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -24,16 +36,34 @@ interface UsageRead {
   usage: ReadonlyMap<string, UsageTotals>;
 }
 
-const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'count_tokens', policies: [], overrides: [] };
+/** A check, loaded and priced, ready to be decided. */
+interface LoadedCheck {
+  request: GuardCheckRequest;
+  settings: ProjectSettings;
+  case: CheckCase;
+  requests: UsageRequest[];
+  skipped: GuardCheckResponse['skipped'];
+}
 
-/** A lock wait past lock_timeout, or a statement past its timeout: the guard could not decide in time. */
+/** What a group commit answers one check: its response, or the client error it earned. */
+type CheckResult = { response: GuardCheckResponse } | { error: AppError };
+
+const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} }, policies: [], overrides: [] };
+
+/** A lock wait past lock_timeout, or a statement past its timeout: load, not an outage. */
 const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
+
+/** How long a learned margin is used before settlements are read again. */
+const MARGIN_TTL_MS = 10_000;
+
+class ReadTimeout extends Error {}
 
 @CommandHandler(CheckGuard)
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
   private readonly logger = new Logger('guard');
-  private readonly mutex = new KeyedMutex();
   private readonly reads = new CoalescedReads<UsageRead>();
+  private readonly margins = new Map<string, { at: number; margin: Promise<number> }>();
+  private readonly commits: GroupCommit<LoadedCheck, CheckResult>;
 
   constructor(
     private readonly prisma: PrismaService,
@@ -41,14 +71,27 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly config: Config,
     private readonly clock: Clock,
     private readonly caches: Caches,
-  ) {}
+  ) {
+    const v = config.values;
+    this.commits = new GroupCommit<LoadedCheck, CheckResult>(
+      {
+        maxBatch: v.GUARD_GROUP_COMMIT === 'on' ? v.GUARD_MAX_BATCH : 1,
+        // Leave the pool to ingest too: a batch holds one connection for its transaction.
+        maxConcurrent: Math.max(1, Math.min(v.GUARD_MAX_CONCURRENT_BATCHES, Math.floor(prisma.poolSize / 2))),
+        maxWaitMs: v.GUARD_QUEUE_WAIT_MS,
+        maxQueuedPerKey: v.GUARD_QUEUE_MAX_PER_KEY,
+      },
+      (projectId, checks) => this.commit(projectId, checks),
+    );
+  }
 
   async execute({ projectId, request }: CheckGuard): Promise<GuardCheckResponse> {
     const started = process.hrtime.bigint();
     let outcome = 'error';
     try {
-      const response = await this.decideWithin(projectId, request);
-      outcome = response.reason ? `failmode_${response.decision}` : response.decision === 'allow' && response.warnings.length ? 'warn' : response.decision;
+      const response = await this.answer(projectId, request);
+      outcome =
+        response.reason === 'busy' ? 'busy' : response.reason ? `failmode_${response.decision}` : response.decision === 'allow' && response.warnings.length ? 'warn' : response.decision;
       return response;
     } finally {
       guardDecisions.inc({ outcome });
@@ -56,22 +99,22 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     }
   }
 
-  private async decideWithin(projectId: string, request: GuardCheckRequest): Promise<GuardCheckResponse> {
+  /**
+   * The answer is always what was committed: nothing races the work. Load (a full queue, a lock
+   * or statement past GUARD_TIMEOUT_MS, a saturated pool) is answered busy, with nothing left
+   * behind; only a database that cannot be reached falls back to the caller's failMode.
+   */
+  private async answer(projectId: string, request: GuardCheckRequest): Promise<GuardCheckResponse> {
     const now = this.clock.now();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new GuardTimeout()), this.config.values.GUARD_TIMEOUT_MS);
-    });
     try {
-      return await Promise.race([this.evaluate(projectId, request, now), timeout]);
+      return await this.evaluate(projectId, request, now);
     } catch (err) {
-      // The caller chose what an undecidable step gets; a bug is still a bug (500, logged).
-      if (err instanceof GuardTimeout || isTimeout(err) || isUnavailable(err)) {
-        const timedOut = err instanceof GuardTimeout || isTimeout(err);
-        this.logger.warn({ msg: 'guard could not decide', failMode: request.failMode, cause: timedOut ? 'timeout' : String((err as Error).message) });
+      if (err instanceof ReadTimeout || isTimeout(err) || this.poolSaturated(err)) return busy(this.config.values.GUARD_QUEUE_WAIT_MS, now);
+      if (isUnavailable(err)) {
+        this.logger.warn({ msg: 'guard could not reach the database', failMode: request.failMode, cause: String((err as Error).message) });
         return {
           decision: request.failMode === 'closed' ? 'deny' : 'allow',
-          reason: `guard unavailable (${timedOut ? `no answer within ${this.config.values.GUARD_TIMEOUT_MS} ms` : 'database unreachable'}); failMode ${request.failMode}`,
+          reason: `guard unavailable (database unreachable); failMode ${request.failMode}`,
           violations: [],
           warnings: [],
           skipped: [],
@@ -80,159 +123,226 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         };
       }
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
+  }
+
+  /** Waiting for a pooled connection past its timeout while every connection is busy is load. */
+  private poolSaturated(err: unknown): boolean {
+    const pool = this.prisma.pool;
+    return /timeout exceeded when trying to connect/i.test(String((err as Error)?.message)) && pool.totalCount >= this.prisma.poolSize && pool.idleCount === 0;
   }
 
   private async evaluate(projectId: string, request: GuardCheckRequest, now: Date): Promise<GuardCheckResponse> {
     // Before any transaction: creating a partition locks the whole log, which an open transaction
     // that has read it would wait on forever. (Cached: a no-op once this month's partition is known.)
     await this.partitions.ensureFor([now]);
-    const settings = ((await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null) ?? NO_SETTINGS;
-    const { limits, skipped } = effectiveLimits(request, settings.policies);
-    const estimate = this.estimate(request, settings.overrides, now);
-    const requests = dedupe(limits.map((l) => ({ scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window })));
-    const reserving = request.reserve && !request.dryRun;
-    const audit = !request.dryRun;
-
-    const read = async (db: Sql): Promise<UsageRead> => {
-      // The window ends when usage is read, after any wait for the scope's lock: a step event
-      // committed while this check queued is inside it (its reservation is settled by then).
-      const at = this.clock.now();
-      guardUsageReads.inc();
-      return { at, usage: await readScopeUsage(db, projectId, requests, at) };
-    };
-    const run = async (db: Sql, { at, usage }: UsageRead) => {
-      const decision = decide(limits, usage, estimate, settings.unpricedPolicy);
-      const events: SystemEvent[] = [];
-      let reservation: GuardCheckResponse['reservation'];
-      if (reserving && decision.decision === 'allow') {
-        const made = await this.reserve(db, projectId, request, estimate!, at);
-        if (!made) {
-          // A concurrent retry of the same step reserved first: answer with its reservation.
-          const existing = await this.existingReservation(projectId, request.stepId!, db);
-          return { at, usage, decision, reservation: existing?.reservation };
-        }
-        reservation = made;
-        events.push({ eventId: `reservation:${reservation.id}:reserved`, type: 'BudgetReserved', occurredAt: at, scopes: request.context, reservationId: reservation.id, data: { stepId: request.stepId, ...reservation } });
-      }
-      if (audit && (decision.decision === 'deny' || decision.warnings.length)) {
-        events.push({ eventId: `decision:${randomUUID()}`, type: 'GuardDecided', occurredAt: at, scopes: request.context, data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: request.stepId ?? null } });
-      }
-      if (events.length) await appendSystemEvents(db, projectId, events);
-      return { at, usage, decision, reservation };
-    };
-
-    let result: { at: Date; usage: ReadonlyMap<string, UsageTotals>; decision: Decision; reservation?: GuardCheckResponse['reservation'] };
-    if (reserving) {
-      const existing = await this.existingReservation(projectId, request.stepId!);
-      if (existing) return { ...existing, skipped, asOf: now.toISOString() };
-      // Checks that reserve serialize on every scope the step touches, so N agents racing one
-      // budget each see the reservations of those before them. Other scopes do not wait.
-      const keys = scopeKeysOf(request.context);
-      const release = await this.mutex.acquire(keys.map((k) => `${projectId}\u001f${k}`));
-      try {
-        result = await this.prisma.transaction(async (tx) => {
-          await tx.query(
-            `SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s`,
-            projectId,
-            keys,
-          );
-          return run(tx, await read(tx));
-        }, this.config.values.GUARD_TIMEOUT_MS);
-      } finally {
-        release();
-      }
-    } else {
-      // A check that reserves nothing only reads: concurrent checks reading the same usage share
-      // one statement, started after each of them arrived (see CoalescedReads).
-      const key = [projectId, ...requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join('\u001f');
-      result = await run(this.prisma.sql, await this.reads.run(key, () => read(this.prisma.sql)));
+    const check = await this.load(projectId, request, now);
+    if (check.case.reserve) {
+      // Reserving checks serialize on every scope they hold, so N agents racing one budget each
+      // see the reservations of those before them; they are decided in groups (one transaction
+      // for all the checks queued on a scope). Checks on other scopes do not wait.
+      const keys = [...new Set(check.case.limits.map((l) => l.scopeKey))];
+      const queued = await this.commits.submit(projectId, keys, check);
+      guardQueueDepth.set(this.commits.depth);
+      if (queued.kind === 'busy') return busy(queued.retryAfterMs, now);
+      if ('error' in queued.value) throw queued.value.error;
+      return queued.value.response;
     }
+    // A check that reserves nothing only reads: concurrent checks reading the same usage share
+    // one statement, started after each of them arrived (see CoalescedReads). The read alone is
+    // bounded in time; an audit event is appended before the answer, never after it.
+    const key = [projectId, ...check.requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join('\u001f');
+    const { at, usage } = await withTimeout(
+      this.reads.run(key, () => this.read(this.prisma.sql, projectId, check.requests)),
+      this.config.values.GUARD_TIMEOUT_MS,
+    );
+    const [outcome] = decideInOrder([check.case], new Map(usage), check.settings, this.decisionContext(at));
+    if (outcome.events.length) await appendSystemEvents(this.prisma.sql, projectId, outcome.events);
+    return respond(check, outcome, at);
+  }
+
+  private async load(projectId: string, request: GuardCheckRequest, now: Date): Promise<LoadedCheck> {
+    const settings = ((await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null) ?? NO_SETTINGS;
+    const { limits, skipped } = effectiveLimits(request, settings.policies, settings.money.base);
+    const estimate = request.estimate ? await this.priceEstimate(projectId, request.estimate, settings, now) : undefined;
     return {
-      decision: result.decision.decision,
-      violations: result.decision.violations,
-      warnings: result.decision.warnings,
+      request,
+      settings,
       skipped,
-      usage: usageView(requests, result.usage),
-      ...(result.reservation ? { reservation: result.reservation } : {}),
-      asOf: result.at.toISOString(),
+      requests: dedupe(limits),
+      case: {
+        context: request.context,
+        limits,
+        estimate,
+        reserve: request.reserve && !request.dryRun,
+        audit: !request.dryRun,
+        stepId: request.stepId,
+        contextKeys: scopeKeysOf(request.context),
+      },
     };
   }
 
-  private estimate(request: GuardCheckRequest, overrides: Parameters<typeof priceStep>[2], now: Date): StepEstimate | undefined {
-    if (!request.estimate) return undefined;
-    const { provider, model, inputTokens, maxOutputTokens } = request.estimate;
-    const cost = priceStep({ provider, model, usage: { inputTokens, outputTokens: maxOutputTokens } }, now, overrides);
-    return { inputTokens, outputTokens: maxOutputTokens, costMicros: cost.priced ? Number(cost.costMicros) : null, costUnit: cost.priced ? cost.currency : 'USD' };
+  private async read(db: Sql, projectId: string, requests: UsageRequest[]): Promise<UsageRead> {
+    // The window ends when usage is read, after any wait for the scope's lock: a step event
+    // committed while this check queued is inside it (its reservation is settled by then).
+    const at = this.clock.now();
+    guardUsageReads.inc();
+    return { at, usage: await readScopeUsage(db, projectId, requests, at) };
   }
 
-  private async reserve(db: Sql, projectId: string, request: GuardCheckRequest, estimate: StepEstimate, now: Date) {
-    const id = `rsv_${randomUUID().replace(/-/g, '')}`;
-    const expiresAt = new Date(now.getTime() + this.config.values.GUARD_RESERVATION_TTL_MS);
-    const inserted = await db.query<{ id: string }>(
-      `INSERT INTO reservations (id, project_id, step_id, scope_keys, cost_micros, cost_unit, input_tokens, output_tokens, created_at, expires_at)
-       VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10)
-       ON CONFLICT (project_id, step_id) DO NOTHING RETURNING id`,
-      id,
-      projectId,
-      request.stepId,
-      scopeKeysOf(request.context),
-      estimate.costMicros ?? 0,
-      estimate.costUnit,
-      estimate.inputTokens,
-      estimate.outputTokens,
-      now,
-      expiresAt,
-    );
-    if (!inserted.length) return null;
-    return { id, estimatedCost: (estimate.costMicros ?? 0) / 1e6, costUnit: estimate.costUnit, inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens, expiresAt: expiresAt.toISOString() };
+  private decisionContext(at: Date) {
+    return { at, reservationTtlMs: this.config.values.GUARD_RESERVATION_TTL_MS, newId: () => randomUUID().replace(/-/g, '') };
   }
 
-  /** A retried check for a step that already holds a reservation gets that reservation back. */
-  private async existingReservation(projectId: string, stepId: string, db: Sql = this.prisma.sql): Promise<Omit<GuardCheckResponse, 'skipped' | 'asOf'> | null> {
-    const [found] = await db.query<{ id: string; status: string; cost_micros: string; cost_unit: string; input_tokens: string; output_tokens: string; expires_at: Date }>(
-      'SELECT id, status, cost_micros, cost_unit, input_tokens, output_tokens, expires_at FROM reservations WHERE project_id = $1 AND step_id = $2',
-      projectId,
-      stepId,
-    );
-    if (!found) return null;
-    if (found.status !== 'open') throw new AppError('conflict', `stepId ${stepId} already had a reservation, now ${found.status}; use a new stepId for a new step`, 'stepId');
-    return {
-      decision: 'allow',
-      violations: [],
-      warnings: [],
-      usage: {},
-      reservation: { id: found.id, estimatedCost: Number(found.cost_micros) / 1e6, costUnit: found.cost_unit, inputTokens: Number(found.input_tokens), outputTokens: Number(found.output_tokens), expiresAt: found.expires_at.toISOString() },
-    };
+  /**
+   * One group commit: lock every scope of the batch, read their usage once, decide each check in
+   * arrival order (each sees the reservations of those before it), write all reservations and
+   * events in one statement, commit. Every caller is answered after the commit, with what it made.
+   */
+  private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
+    return this.prisma.transaction(async (tx) => {
+      const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
+      const existing = await lockScopes(tx, projectId, keys, checks.map((c) => c.request.stepId!));
+      const { at, usage } = await this.read(tx, projectId, dedupe(checks.flatMap((c) => c.case.limits)));
+      const working = new Map(usage);
+      const ctx = this.decisionContext(at);
+      const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
+      const madeHere = new Map<string, NewReservation>();
+      for (const check of checks) {
+        const stepId = check.request.stepId!;
+        const prior = existing.get(stepId);
+        const sibling = madeHere.get(stepId);
+        if (prior) results.push(retried(check, prior, at));
+        else if (sibling) results.push({ response: reservedResponse(check, sibling, at) });
+        else {
+          const [outcome] = decideInOrder([check.case], working, check.settings, ctx);
+          if (outcome.reservation) madeHere.set(stepId, outcome.reservation);
+          results.push({ outcome, check });
+        }
+      }
+      const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
+      const made = await writeGuardOutcome(
+        tx,
+        projectId,
+        decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
+        decided.flatMap((d) => d.outcome.events),
+      );
+      // A step reserved by another replica between our read and our insert keeps that reservation.
+      const lost = decided.filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id)).map((d) => d.check.request.stepId!);
+      const theirs = lost.length ? await lockScopes(tx, projectId, [], lost) : new Map<string, ExistingReservation>();
+      return results.map((r) => {
+        if (!('outcome' in r)) return r;
+        const { outcome, check } = r;
+        if (outcome.reservation && !made.has(outcome.reservation.id)) return retried(check, theirs.get(check.request.stepId!)!, at);
+        return { response: respond(check, outcome, at) };
+      });
+    }, this.config.values.GUARD_TIMEOUT_MS);
+  }
+
+  /** Prices the step as it will be held: input tokens times the margin its provider's tokenizer needs. */
+  private async priceEstimate(projectId: string, e: NonNullable<GuardCheckRequest['estimate']>, settings: ProjectSettings, now: Date): Promise<StepEstimate> {
+    const margin = await this.marginFor(projectId, e.provider, e.model);
+    const inputTokens = heldInputTokens(e.inputTokens, margin);
+    const base = { provider: e.provider, model: e.model, rawInputTokens: e.inputTokens, inputTokens, outputTokens: e.maxOutputTokens, margin };
+    const cost = priceStep({ provider: e.provider, model: e.model, usage: { inputTokens, outputTokens: e.maxOutputTokens } }, now, settings.overrides);
+    if (cost.priced) return { ...base, costMicros: Number(cost.costMicros), costUnit: cost.currency, priced: true, ...(cost.priceId ? { priceId: cost.priceId } : {}) };
+    if (settings.unpricedPolicy === 'fallback' && settings.fallback) {
+      const f = settings.fallback;
+      return { ...base, costMicros: Math.ceil(inputTokens * f.inputPerMillion + e.maxOutputTokens * f.outputPerMillion), costUnit: f.currency, priced: false, fallback: 'project' };
+    }
+    return { ...base, costMicros: null, costUnit: null, priced: false };
+  }
+
+  private marginFor(projectId: string, provider: string, model: string): Promise<number> {
+    const p = normalizeProvider(provider);
+    const m = normalizeModel(provider, model);
+    const key = `${projectId}\u001f${p}\u001f${m}`;
+    const cached = this.margins.get(key);
+    if (cached && Date.now() - cached.at < MARGIN_TTL_MS) return cached.margin;
+    if (this.margins.size > 10_000) this.margins.clear();
+    const margin = readEstimateRatios(this.prisma.sql, projectId, p, m).then((bins) => marginFromBins(bins, p));
+    this.margins.set(key, { at: Date.now(), margin });
+    margin.catch(() => this.margins.delete(key));
+    return margin;
   }
 }
 
-function dedupe(requests: UsageRequest[]): UsageRequest[] {
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ReadTimeout()), ms)));
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+function busy(retryAfterMs: number, now: Date): GuardCheckResponse {
+  return { decision: 'deny', reason: 'busy', retryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: now.toISOString() };
+}
+
+function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
   const seen = new Map<string, UsageRequest>();
-  for (const r of requests) seen.set(`${r.scope}:${r.scopeId}@${r.window}`, r);
+  for (const l of limits) seen.set(usageKey(l.scopeKey, l.window), { scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window });
   return [...seen.values()];
 }
 
-function usageView(requests: UsageRequest[], usage: ReadonlyMap<string, UsageTotals>): Record<string, ScopeUsage> {
-  const out: Record<string, ScopeUsage> = {};
-  for (const r of requests) {
+function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date): GuardCheckResponse {
+  const usage: GuardCheckResponse['usage'] = {};
+  for (const r of check.requests) {
     const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
-    const u = usage.get(key) ?? EMPTY_USAGE;
-    out[key] = {
-      scope: r.scope,
-      window: r.window,
-      inputTokens: u.inputTokens,
-      outputTokens: u.outputTokens,
-      totalTokens: u.inputTokens + u.outputTokens,
-      estimatedCost: u.costMicros / 1e6,
-      costUnit: u.costUnit,
-      reservedCost: u.reservedCostMicros / 1e6,
-      reservedInputTokens: u.reservedInputTokens,
-      reservedOutputTokens: u.reservedOutputTokens,
-      unpricedEvents: u.unpricedEvents,
-    };
+    usage[key] = scopeUsageView(r.scope, r.window, outcome.usage.get(key) ?? emptyUsage(), check.settings.money);
   }
-  return out;
+  const { decision, violations, warnings } = outcome.decision;
+  return {
+    decision,
+    violations,
+    warnings,
+    skipped: check.skipped,
+    usage,
+    ...(outcome.reservation ? { reservation: reservationView(outcome.reservation) } : {}),
+    ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+    asOf: at.toISOString(),
+  };
+}
+
+function reservationView(r: NewReservation): NonNullable<GuardCheckResponse['reservation']> {
+  return { id: r.id, estimatedCost: r.costMicros / 1e6, costUnit: r.costUnit || null, inputTokens: r.inputTokens, outputTokens: r.outputTokens, expiresAt: r.expiresAt.toISOString() };
+}
+
+function reservedResponse(check: LoadedCheck, r: NewReservation, at: Date): GuardCheckResponse {
+  return {
+    decision: 'allow',
+    violations: [],
+    warnings: [],
+    skipped: check.skipped,
+    usage: {},
+    reservation: reservationView(r),
+    ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+    asOf: at.toISOString(),
+  };
+}
+
+/** A retried check for a step that already holds an open reservation gets that reservation back. */
+function retried(check: LoadedCheck, found: ExistingReservation, at: Date): CheckResult {
+  const stepId = check.request.stepId!;
+  const expired = Date.parse(found.expires_at) <= at.getTime();
+  if (found.status !== 'open' || expired) {
+    return { error: new AppError('conflict', `stepId ${stepId} already had a reservation, now ${expired && found.status === 'open' ? 'lapsed' : found.status}; use a new stepId for a new step`, 'stepId') };
+  }
+  return {
+    response: {
+      decision: 'allow',
+      violations: [],
+      warnings: [],
+      skipped: check.skipped,
+      usage: {},
+      reservation: {
+        id: found.id,
+        estimatedCost: Number(found.cost_micros) / 1e6,
+        costUnit: found.cost_unit || null,
+        inputTokens: Number(found.input_tokens),
+        outputTokens: Number(found.output_tokens),
+        expiresAt: new Date(found.expires_at).toISOString(),
+      },
+      ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+      asOf: at.toISOString(),
+    },
+  };
 }

@@ -42,7 +42,7 @@ export interface LimitsResult {
  * The request's limits and the project's policies, resolved against the step's context. A policy
  * always applies (a request cannot switch it off); one with an entityName only to that entity's steps.
  */
-export function effectiveLimits(request: GuardCheckRequest, policies: readonly StoredPolicy[]): LimitsResult {
+export function effectiveLimits(request: GuardCheckRequest, policies: readonly StoredPolicy[], projectCostUnit: string): LimitsResult {
   const limits: EffectiveLimit[] = [];
   const skipped: LimitsResult['skipped'] = [];
   const resolve = (scope: Scope, window: Window, rest: Omit<EffectiveLimit, 'scope' | 'scopeKey' | 'window'>) => {
@@ -56,6 +56,7 @@ export function effectiveLimits(request: GuardCheckRequest, policies: readonly S
   for (const l of request.limits ?? []) {
     resolve(l.scope, l.window, {
       maxCostMicros: micros(l.maxCost),
+      costUnit: l.costUnit ?? projectCostUnit,
       maxTotalTokens: l.maxTotalTokens,
       maxInputTokens: l.maxInputTokens,
       maxOutputTokens: l.maxOutputTokens,
@@ -68,6 +69,7 @@ export function effectiveLimits(request: GuardCheckRequest, policies: readonly S
     if (p.entity_name !== null && p.entity_name !== request.context.entityName) continue;
     resolve(p.scope as Scope, p.window as Window, {
       maxCostMicros: num(p.max_cost_micros),
+      costUnit: p.cost_unit ?? projectCostUnit,
       maxTotalTokens: num(p.max_total_tokens),
       maxInputTokens: num(p.max_input_tokens),
       maxOutputTokens: num(p.max_output_tokens),

@@ -1,67 +1,160 @@
-import { decide, EMPTY_USAGE, usageKey, type EffectiveLimit, type UsageTotals } from './guard-decision';
+import { decide, decideInOrder, emptyUsage, usageKey, type CheckCase, type EffectiveLimit, type GuardSettings, type StepEstimate, type UsageTotals } from './guard-decision';
 
-const limit = (over: Partial<EffectiveLimit> = {}): EffectiveLimit => ({ scope: 'resource', scopeKey: 'resource:r1', window: '7d', strategy: 'block', source: 'request', ...over });
-const usage = (over: Partial<UsageTotals> = {}) => new Map([[usageKey('resource:r1', '7d'), { ...EMPTY_USAGE, costUnit: 'USD', ...over }]]);
+const limit = (over: Partial<EffectiveLimit> = {}): EffectiveLimit => ({ scope: 'resource', scopeKey: 'resource:r1', window: '7d', costUnit: 'USD', strategy: 'block', source: 'request', ...over });
+const usage = (over: Partial<UsageTotals> = {}) => new Map([[usageKey('resource:r1', '7d'), { ...emptyUsage(), ...over }]]);
 const $ = (usd: number) => usd * 1_000_000;
+const usd = (n: number) => ({ USD: $(n) });
+const estimate = (over: Partial<StepEstimate> = {}): StepEstimate => ({
+  provider: 'openai',
+  model: 'gpt-4o',
+  rawInputTokens: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  margin: 1,
+  costMicros: 0,
+  costUnit: 'USD',
+  priced: true,
+  ...over,
+});
+const settings = (over: Partial<GuardSettings> = {}): GuardSettings => ({ unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} }, ...over });
 
-describe('decide (given usage and limits → decision)', () => {
-  const table: [string, EffectiveLimit, Map<string, UsageTotals>, Parameters<typeof decide>[2], 'allow' | 'deny', number][] = [
-    ['under a cost limit', limit({ maxCostMicros: $(1) }), usage({ costMicros: $(0.5) }), undefined, 'allow', 0],
-    ['exactly at a cost limit (reached counts, as in Mastra)', limit({ maxCostMicros: $(1) }), usage({ costMicros: $(1) }), undefined, 'deny', 1],
-    ['the estimate tipping usage to the limit', limit({ maxCostMicros: $(1) }), usage({ costMicros: $(0.9) }), { inputTokens: 0, outputTokens: 0, costMicros: $(0.1), costUnit: 'USD' }, 'deny', 1],
-    ['the estimate staying just under', limit({ maxCostMicros: $(1) }), usage({ costMicros: $(0.9) }), { inputTokens: 0, outputTokens: 0, costMicros: $(0.1) - 1, costUnit: 'USD' }, 'allow', 0],
-    ['open reservations counting as usage', limit({ maxCostMicros: $(1) }), usage({ costMicros: $(0.5), reservedCostMicros: $(0.5) }), undefined, 'deny', 1],
+describe('decide (given usage and limits, when a step is checked, then …)', () => {
+  const table: [string, EffectiveLimit, Map<string, UsageTotals>, StepEstimate | undefined, 'allow' | 'deny', number][] = [
+    ['under a cost limit', limit({ maxCostMicros: $(1) }), usage({ costByUnit: usd(0.5) }), undefined, 'allow', 0],
+    ['exactly at a cost limit (reached counts, as in Mastra)', limit({ maxCostMicros: $(1) }), usage({ costByUnit: usd(1) }), undefined, 'deny', 1],
+    ['the estimate tipping usage to the limit', limit({ maxCostMicros: $(1) }), usage({ costByUnit: usd(0.9) }), estimate({ costMicros: $(0.1) }), 'deny', 1],
+    ['the estimate staying just under', limit({ maxCostMicros: $(1) }), usage({ costByUnit: usd(0.9) }), estimate({ costMicros: $(0.1) - 1 }), 'allow', 0],
+    ['open reservations counting as usage', limit({ maxCostMicros: $(1) }), usage({ costByUnit: usd(0.5), reservedCostByUnit: usd(0.5) }), undefined, 'deny', 1],
     ['total tokens with reserved tokens', limit({ maxTotalTokens: 1000 }), usage({ inputTokens: 400, outputTokens: 100, reservedInputTokens: 300, reservedOutputTokens: 199 }), undefined, 'allow', 0],
-    ['total tokens reached by the estimate', limit({ maxTotalTokens: 1000 }), usage({ inputTokens: 400, outputTokens: 100 }), { inputTokens: 300, outputTokens: 200, costMicros: 0, costUnit: 'USD' }, 'deny', 1],
+    ['total tokens reached by the estimate', limit({ maxTotalTokens: 1000 }), usage({ inputTokens: 400, outputTokens: 100 }), estimate({ inputTokens: 300, outputTokens: 200 }), 'deny', 1],
     ['input tokens only', limit({ maxInputTokens: 100 }), usage({ inputTokens: 99, outputTokens: 10_000 }), undefined, 'allow', 0],
     ['output tokens only', limit({ maxOutputTokens: 100 }), usage({ inputTokens: 10_000, outputTokens: 100 }), undefined, 'deny', 1],
     ['no usage yet', limit({ maxCostMicros: $(1) }), new Map(), undefined, 'allow', 0],
-    ['a warn policy reaching its limit', limit({ maxCostMicros: $(1), strategy: 'warn' }), usage({ costMicros: $(2) }), undefined, 'allow', 0],
+    ['a warn policy reaching its limit', limit({ maxCostMicros: $(1), strategy: 'warn' }), usage({ costByUnit: usd(2) }), undefined, 'allow', 0],
   ];
 
-  it.each(table)('%s', (_name, l, u, estimate, expected, violations) => {
-    const d = decide([l], u, estimate, 'count_tokens');
+  it.each(table)('%s', (_name, l, u, e, expected, violations) => {
+    const d = decide([l], u, e, settings());
     expect(d.decision).toBe(expected);
     expect(d.violations).toHaveLength(violations);
   });
 
   it('reports the violation with its scope, window, unit and amounts in currency units', () => {
-    const d = decide([limit({ maxCostMicros: $(1) })], usage({ costMicros: $(0.75), reservedCostMicros: $(0.25) }), undefined, 'count_tokens');
+    const d = decide([limit({ maxCostMicros: $(1) })], usage({ costByUnit: usd(0.75), reservedCostByUnit: usd(0.25) }), undefined, settings());
     expect(d.violations).toEqual([{ scope: 'resource', scopeKey: 'resource:r1', window: '7d', limitType: 'cost', usage: 1, limit: 1, unit: 'USD', threshold: 'hard', source: 'request' }]);
   });
 
   it('warns at the soft threshold without denying', () => {
-    const d = decide([limit({ maxCostMicros: $(1), warnAtPercent: 80 })], usage({ costMicros: $(0.8) }), undefined, 'count_tokens');
+    const d = decide([limit({ maxTotalTokens: 1000, warnAtPercent: 80 })], usage({ inputTokens: 800 }), undefined, settings());
     expect(d.decision).toBe('allow');
-    expect(d.warnings).toEqual([expect.objectContaining({ threshold: 'soft', usage: 0.8, limit: 1 })]);
-    expect(decide([limit({ maxCostMicros: $(1), warnAtPercent: 80 })], usage({ costMicros: $(0.79) }), undefined, 'count_tokens').warnings).toEqual([]);
+    expect(d.warnings).toEqual([expect.objectContaining({ limitType: 'totalTokens', threshold: 'soft', usage: 800, limit: 1000 })]);
   });
 
-  it('reports a warn policy past its limit as a hard warning', () => {
-    const d = decide([limit({ maxCostMicros: $(1), strategy: 'warn', source: 'policy:soft-cap' })], usage({ costMicros: $(1) }), undefined, 'count_tokens');
-    expect(d.warnings).toEqual([expect.objectContaining({ threshold: 'hard', source: 'policy:soft-cap' })]);
-  });
+  describe('money in several units', () => {
+    const mixed = usage({ costByUnit: { USD: $(1), JPY: $(1000), EUR: $(3) } });
 
-  it('checks every limit and every scope in one decision', () => {
-    const u = new Map([
-      [usageKey('resource:r1', '7d'), { ...EMPTY_USAGE, costMicros: $(0.1) }],
-      [usageKey('thread:t1', '24h'), { ...EMPTY_USAGE, inputTokens: 5000 }],
-    ]);
-    const d = decide([limit({ maxCostMicros: $(1) }), limit({ scope: 'thread', scopeKey: 'thread:t1', window: '24h', maxInputTokens: 5000 })], u, undefined, 'count_tokens');
-    expect(d.decision).toBe('deny');
-    expect(d.violations.map((v) => v.scopeKey)).toEqual(['thread:t1']);
-  });
-
-  describe('unpriced usage', () => {
-    it('counts tokens only by default: an unpriced estimate adds no cost', () => {
-      const d = decide([limit({ maxCostMicros: $(1) })], usage({ costMicros: $(0.5), unpricedEvents: 3 }), { inputTokens: 10, outputTokens: 10, costMicros: null, costUnit: 'USD' }, 'count_tokens');
+    it('given no rates, then only the limit unit counts and each other unit is a warning naming it', () => {
+      const d = decide([limit({ maxCostMicros: $(5) })], mixed, undefined, settings());
       expect(d.decision).toBe('allow');
+      expect(d.warnings.map((w) => [w.unit, w.usage, w.reason !== undefined])).toEqual([
+        ['JPY', 1000, true],
+        ['EUR', 3, true],
+      ]);
     });
-    it('denies cost-limited steps when the project says so', () => {
-      expect(decide([limit({ maxCostMicros: $(1) })], usage({ unpricedEvents: 1 }), undefined, 'deny').decision).toBe('deny');
-      expect(decide([limit({ maxCostMicros: $(1) })], usage(), { inputTokens: 1, outputTokens: 1, costMicros: null, costUnit: 'USD' }, 'deny').decision).toBe('deny');
-      // Token limits are unaffected.
-      expect(decide([limit({ maxTotalTokens: 100 })], usage({ unpricedEvents: 1 }), undefined, 'deny').decision).toBe('allow');
+
+    it('given the project rates, then every unit is converted into the limit unit', () => {
+      const d = decide([limit({ maxCostMicros: $(5) })], mixed, undefined, settings({ money: { base: 'USD', rates: { JPY: 0.0067, EUR: 1.1 } } }));
+      expect(d.decision).toBe('deny');
+      expect(d.violations[0]).toMatchObject({ unit: 'USD', limit: 5 });
+      expect(d.violations[0].usage).toBeCloseTo(11, 6);
     });
+
+    it('given a limit in JPY, then USD usage is converted into JPY', () => {
+      const d = decide([limit({ maxCostMicros: $(500), costUnit: 'JPY' })], usage({ costByUnit: usd(4) }), undefined, settings({ money: { base: 'USD', rates: { JPY: 0.0067 } } }));
+      expect(d.decision).toBe('deny');
+      expect(d.violations[0]).toMatchObject({ unit: 'JPY' });
+      expect(d.violations[0].usage).toBeCloseTo(4 / 0.0067, 3);
+    });
+
+    it('given an estimate in a unit with no rate, then the cost limit cannot be shown to hold: deny', () => {
+      const d = decide([limit({ maxCostMicros: $(5) })], new Map(), estimate({ costMicros: $(0.01), costUnit: 'EUR' }), settings());
+      expect(d.decision).toBe('deny');
+      expect(d.violations[0].reason).toContain('EUR');
+    });
+  });
+
+  describe('steps with no price', () => {
+    const unpriced = estimate({ costMicros: null, costUnit: null, priced: false, inputTokens: 1000, outputTokens: 1000 });
+
+    it('given the default policy (deny), when an unpriced step meets a cost limit, then it is denied', () => {
+      const d = decide([limit({ maxCostMicros: $(1) })], new Map(), unpriced, settings());
+      expect(d.decision).toBe('deny');
+      expect(d.violations[0].reason).toContain('no price');
+    });
+
+    it('given recorded unpriced usage and a fallback rate, then it counts at that rate', () => {
+      const u = usage({ unpricedEvents: 1, unpricedInputTokens: 1_000_000, unpricedOutputTokens: 0 });
+      const d = decide([limit({ maxCostMicros: $(1) })], u, undefined, settings({ unpricedPolicy: 'fallback', fallback: { inputPerMillion: 1, outputPerMillion: 4, currency: 'USD' } }));
+      expect(d.decision).toBe('deny');
+      expect(d.violations[0].usage).toBe(1);
+    });
+
+    it('given count_tokens (the old default), then an unpriced step passes a cost limit', () => {
+      expect(decide([limit({ maxCostMicros: $(1) })], new Map(), unpriced, settings({ unpricedPolicy: 'count_tokens' })).decision).toBe('allow');
+    });
+
+    it('given a token limit only, then an unpriced step is judged on its tokens', () => {
+      expect(decide([limit({ maxTotalTokens: 10_000 })], new Map(), unpriced, settings()).decision).toBe('allow');
+    });
+  });
+});
+
+describe('decideInOrder (a group commit)', () => {
+  const at = new Date('2026-12-01T12:00:00Z');
+  let n = 0;
+  const ctx = { at, reservationTtlMs: 60_000, newId: () => `id${++n}` };
+  const reserving = (over: Partial<CheckCase> = {}): CheckCase => ({
+    context: { resourceId: 'r1', traceId: `t${++n}` },
+    limits: [limit({ maxCostMicros: $(0.0631), window: '24h' })],
+    estimate: estimate({ costMicros: 4500, inputTokens: 1000, rawInputTokens: 1000, outputTokens: 200 }),
+    reserve: true,
+    audit: true,
+    stepId: `s${++n}`,
+    contextKeys: ['resource:r1'],
+    ...over,
+  });
+
+  it('given 20 checks on a budget that fits 14, when decided together, then exactly the first 14 reserve', () => {
+    const u = new Map([[usageKey('resource:r1', '24h'), emptyUsage()]]);
+    const outcomes = decideInOrder(Array.from({ length: 20 }, () => reserving()), u, settings(), ctx);
+    expect(outcomes.map((o) => o.decision.decision)).toEqual([...Array(14).fill('allow'), ...Array(6).fill('deny')]);
+    expect(outcomes.filter((o) => o.reservation)).toHaveLength(14);
+    // Each saw the reservations of those before it.
+    expect(outcomes[13].usage.get(usageKey('resource:r1', '24h'))!.reservedCostByUnit.USD).toBe(13 * 4500);
+    expect(outcomes[14].decision.violations[0].usage).toBeCloseTo(0.0675, 9);
+    expect(u.get(usageKey('resource:r1', '24h'))!.reservedCostByUnit.USD).toBe(14 * 4500);
+  });
+
+  it('then logs one BudgetReserved per reservation and one GuardDecided per denial, in the service namespace', () => {
+    const outcomes = decideInOrder([reserving(), reserving({ limits: [limit({ maxCostMicros: 1, window: '24h' })] })], new Map(), settings(), ctx);
+    expect(outcomes[0].events.map((e) => e.type)).toEqual(['BudgetReserved']);
+    expect(outcomes[1].events.map((e) => e.type)).toEqual(['GuardDecided']);
+    for (const e of outcomes.flatMap((o) => o.events)) expect(e.eventId.startsWith('tg:')).toBe(true);
+  });
+
+  it('holds only the scopes a limit was checked on', () => {
+    const [o] = decideInOrder([reserving({ context: { resourceId: 'r1', userId: 'u1' }, contextKeys: ['resource:r1', 'user:u1'] })], new Map(), settings(), ctx);
+    expect(o.reservation).toMatchObject({ scopeKeys: ['resource:r1'], contextKeys: ['resource:r1', 'user:u1'] });
+  });
+
+  it('adds a reservation to every window of the scope it holds', () => {
+    const u = new Map([
+      [usageKey('resource:r1', '24h'), emptyUsage()],
+      [usageKey('resource:r1', '1h'), emptyUsage()],
+      [usageKey('resource:r1@1h', '1h'), emptyUsage()],
+    ]);
+    decideInOrder([reserving()], u, settings(), ctx);
+    expect(u.get(usageKey('resource:r1', '1h'))!.reservedInputTokens).toBe(1000);
+    expect(u.get(usageKey('resource:r1@1h', '1h'))!.reservedInputTokens).toBe(0);
   });
 });

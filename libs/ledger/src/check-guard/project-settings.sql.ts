@@ -1,5 +1,6 @@
 import type { Sql } from '@tollgate/database';
 import type { PriceOverrideRate } from '../pricing/price-step';
+import type { FallbackRate, GuardSettings } from './guard-decision';
 
 export interface StoredPolicy {
   name: string;
@@ -12,18 +13,25 @@ export interface StoredPolicy {
   warn_at_percent: number | null;
   strategy: 'block' | 'warn';
   entity_name: string | null;
+  cost_unit: string | null;
 }
 
-export interface ProjectSettings {
-  unpricedPolicy: 'count_tokens' | 'deny';
+export interface ProjectSettings extends GuardSettings {
   policies: StoredPolicy[];
   overrides: PriceOverrideRate[];
 }
 
 /** Everything a check needs to know about its project, in one round trip. */
 export async function readProjectSettings(db: Sql, projectId: string): Promise<ProjectSettings | null> {
-  const [row] = await db.query<{ unpriced_policy: 'count_tokens' | 'deny'; policies: StoredPolicy[]; overrides: any[] }>(
-    `SELECT p.unpriced_policy,
+  const [row] = await db.query<{
+    unpriced_policy: GuardSettings['unpricedPolicy'];
+    unpriced_fallback: FallbackRate | null;
+    cost_unit: string;
+    exchange_rates: Record<string, number>;
+    policies: StoredPolicy[];
+    overrides: any[];
+  }>(
+    `SELECT p.unpriced_policy, p.unpriced_fallback, p.cost_unit, p.exchange_rates,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
             coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides
        FROM projects p WHERE p.id = $1`,
@@ -32,6 +40,8 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
   if (!row) return null;
   return {
     unpricedPolicy: row.unpriced_policy,
+    fallback: row.unpriced_fallback ? { ...row.unpriced_fallback, currency: row.unpriced_fallback.currency ?? row.cost_unit } : null,
+    money: { base: row.cost_unit, rates: row.exchange_rates },
     policies: row.policies,
     overrides: row.overrides.map((o) => ({
       id: o.id,

@@ -1,6 +1,6 @@
 import type { Scope, Window } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
-import { EMPTY_USAGE, usageKey, type UsageTotals } from './guard-decision';
+import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
 export interface UsageRequest {
@@ -22,6 +22,8 @@ const SCOPE_COLUMN: Record<Exclude<Scope, 'run'>, string> = {
  * Reads the usage of several (scope, window) pairs in ONE statement, so counters, the log's edge
  * events and open reservations come from one snapshot: a step event that settles a reservation
  * while we read is counted once — as the event or as the reservation — never zero times or twice.
+ * The window has no upper edge: a committed step counts from its commit on, even when its
+ * occurredAt (a client's clock running fast) is after now; it ages out by its own occurredAt.
  */
 export async function readScopeUsage(db: Sql, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<Map<string, UsageTotals>> {
   const params: unknown[] = [projectId, now];
@@ -49,8 +51,9 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
       }
       const column = SCOPE_COLUMN[r.scope];
       for (const edge of plan.raw) {
+        const upper = Number.isFinite(edge.to) ? ` AND occurred_at < ${ts(edge.to)}` : '';
         parts.push(`SELECT ${i}, coalesce(cost_unit, ''), input_tokens, output_tokens, coalesce(cost_micros, 0), unpriced::int, 0, 0, 0 FROM events
-          WHERE project_id = $1 AND ${column} = ${idRef} AND type = 'StepUsageRecorded' AND occurred_at >= ${ts(edge.from)} AND occurred_at < ${ts(edge.to)}`);
+          WHERE project_id = $1 AND ${column} = ${idRef} AND type = 'StepUsageRecorded' AND occurred_at >= ${ts(edge.from)}${upper}`);
       }
     }
     // An open reservation holds budget in every window of every scope it names, until it expires.
@@ -66,22 +69,24 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
     ...params,
   );
   const result = new Map<string, UsageTotals>();
-  requests.forEach((r) => result.set(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window), { ...EMPTY_USAGE }));
+  requests.forEach((r) => result.set(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window), emptyUsage()));
   for (const row of rows) {
     const r = requests[row.i];
-    const k = usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
-    const t = result.get(k)!;
+    const t = result.get(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window))!;
+    const unit = row.cost_unit;
     t.inputTokens += Number(row.input_tokens);
     t.outputTokens += Number(row.output_tokens);
-    t.costMicros += Number(row.cost_micros);
     t.unpricedEvents += Number(row.unpriced_events);
-    t.reservedCostMicros += Number(row.r_cost);
     t.reservedInputTokens += Number(row.r_in);
     t.reservedOutputTokens += Number(row.r_out);
-    if (row.cost_unit !== '' && (Number(row.cost_micros) > 0 || Number(row.r_cost) > 0)) {
-      t.costUnit = t.costUnit === null || t.costUnit === row.cost_unit ? row.cost_unit : 'mixed';
+    // Counters and the log keep unpriced usage under the unit ''.
+    if (unit === '') {
+      t.unpricedInputTokens += Number(row.input_tokens);
+      t.unpricedOutputTokens += Number(row.output_tokens);
+      continue;
     }
+    if (Number(row.cost_micros) > 0) t.costByUnit[unit] = (t.costByUnit[unit] ?? 0) + Number(row.cost_micros);
+    if (Number(row.r_cost) > 0) t.reservedCostByUnit[unit] = (t.reservedCostByUnit[unit] ?? 0) + Number(row.r_cost);
   }
-  for (const t of result.values()) if (t.costUnit === 'mixed') t.costUnit = null;
   return result;
 }

@@ -3,7 +3,7 @@ import { planWindow, type WindowPlan } from './windows';
 
 const t = (iso: string) => Date.parse(iso);
 
-/** Every millisecond of [start, end] is covered exactly once. */
+/** Every millisecond from start on is covered exactly once (the last part is open-ended). */
 function coverage(plan: WindowPlan): number {
   const parts = [...(plan.days ? [plan.days] : []), ...plan.hours, ...plan.raw];
   parts.sort((a, b) => a.from - b.from);
@@ -13,7 +13,7 @@ function coverage(plan: WindowPlan): number {
     expect(p.to).toBeGreaterThan(p.from);
     cursor = p.to;
   }
-  expect(cursor).toBe(plan.end + 1);
+  expect(cursor).toBe(Infinity);
   return parts.length;
 }
 
@@ -22,7 +22,7 @@ describe('planWindow', () => {
     const plan = planWindow('7d', t('2026-06-10T12:34:56.789Z'));
     expect(plan.raw).toEqual([
       { from: t('2026-06-03T12:34:56.789Z'), to: t('2026-06-03T13:00:00Z') },
-      { from: t('2026-06-10T12:00:00Z'), to: t('2026-06-10T12:34:56.790Z') },
+      { from: t('2026-06-10T12:00:00Z'), to: Infinity },
     ]);
     expect(plan.hours).toEqual([
       { from: t('2026-06-03T13:00:00Z'), to: t('2026-06-04T00:00:00Z') },
@@ -35,8 +35,15 @@ describe('planWindow', () => {
   it('uses hours only for windows shorter than a whole day', () => {
     const plan = planWindow('6h', t('2026-06-10T12:00:00.000Z'));
     expect(plan.days).toBeNull();
-    expect(plan.raw).toEqual([{ from: t('2026-06-10T12:00:00Z'), to: t('2026-06-10T12:00:00.001Z') }]);
+    expect(plan.raw).toEqual([{ from: t('2026-06-10T12:00:00Z'), to: Infinity }]);
     coverage(plan);
+  });
+
+  it('never ends the window at now: a step dated ahead of the clock is inside it', () => {
+    const now = t('2026-06-10T12:58:00Z');
+    const ahead = t('2026-06-10T13:02:00Z'); // 4 minutes ahead, in the next hour
+    const plan = planWindow('1h', now);
+    expect(plan.raw.some((r) => r.from <= ahead && ahead < r.to)).toBe(true);
   });
 
   it.each(Object.keys(WINDOW_MS) as (keyof typeof WINDOW_MS)[])('covers the %s window exactly, at any instant', (w) => {

@@ -15,7 +15,8 @@ export interface Range {
 /**
  * How a rolling window [now − w, now] is summed exactly: whole days and whole hours from the
  * counters, and the partial hours at both ends from the log itself. Every instant of the window is
- * in exactly one part; no instant outside it is in any (the end is inclusive: `rawEnd.to` is now + 1 ms).
+ * in exactly one part; no instant before it is in any. The last part has no end (`to` is Infinity):
+ * a committed step dated after now (a fast client clock, inside the accepted skew) still counts.
  */
 export interface WindowPlan {
   start: number;
@@ -42,6 +43,7 @@ export function planWindow(window: Window, now: number): WindowPlan {
   }
   const raw: Range[] = [];
   if (start < hs) raw.push({ from: start, to: hs });
-  raw.push({ from: he, to: now + 1 });
+  // Open-ended: a step committed with an occurredAt ahead of our clock counts from its commit on.
+  raw.push({ from: he, to: Infinity });
   return { start, end: now, days, hours, raw };
 }

@@ -1,8 +1,8 @@
-import { Body, Controller, Delete, Get, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { idSchema } from '@tollgate/contracts';
 import { AuthGuard, Documented, RequireAdminToken, ZodPipe } from '@tollgate/platform';
 import type { z } from 'zod';
-import { createKeySchema, createProjectSchema, keyResponse, projectResponse } from './projects.schemas';
+import { createKeySchema, createProjectSchema, keyResponse, projectResponse, projectSettingsSchema } from './projects.schemas';
 import { ProjectsService } from './projects.service';
 
 /** Operator routes, authorized by TOLLGATE_ADMIN_TOKEN. */
@@ -16,6 +16,12 @@ export class AdminController {
   @Documented({ summary: 'Create a project', tag: 'admin', auth: 'admin-token', body: createProjectSchema, response: projectResponse })
   create(@Body(new ZodPipe(createProjectSchema)) body: z.infer<typeof createProjectSchema>) {
     return this.projects.createProject(body);
+  }
+
+  @Patch(':projectId')
+  @Documented({ summary: "Change a project's money settings: cost unit, exchange rates, what unpriced steps cost", tag: 'admin', auth: 'admin-token', body: projectSettingsSchema, response: projectResponse })
+  updateSettings(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string, @Body(new ZodPipe(projectSettingsSchema)) body: z.infer<typeof projectSettingsSchema>) {
+    return this.projects.updateSettings(projectId, body);
   }
 
   @Post(':projectId/keys')

@@ -1,7 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
+import { CACHE_CHANNELS, notifySql, Prisma, PrismaService } from '@tollgate/database';
 import { AppError, Caches, issueKey, type KeyScope } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
+import type { ProjectSettingsInput } from './projects.schemas';
+
+type ProjectRow = { id: string; name: string; unpricedPolicy: string; unpricedFallback: unknown; costUnit: string; exchangeRates: unknown; createdAt: Date };
+
+const projectView = (p: ProjectRow) => ({
+  id: p.id,
+  name: p.name,
+  unpricedPolicy: p.unpricedPolicy,
+  unpricedFallback: (p.unpricedFallback ?? null) as { inputPerMillion: number; outputPerMillion: number; currency?: string } | null,
+  costUnit: p.costUnit,
+  exchangeRates: (p.exchangeRates ?? {}) as Record<string, number>,
+  createdAt: p.createdAt.toISOString(),
+});
 
 /** Projects and their API keys. Keys are returned whole once, at creation, and stored as a hash. */
 @Injectable()
@@ -11,15 +24,34 @@ export class ProjectsService {
     private readonly caches: Caches,
   ) {}
 
-  async createProject(input: { name: string; unpricedPolicy: 'count_tokens' | 'deny'; id?: string }) {
+  async createProject(input: { name: string; unpricedPolicy: ProjectSettingsInput['unpricedPolicy']; id?: string }) {
     const id = input.id ?? `prj_${randomBytes(8).toString('hex')}`;
+    if (input.unpricedPolicy === 'fallback') throw AppError.validation('unpricedPolicy', 'fallback needs unpricedFallback: create the project, then set both with PATCH');
     try {
       const p = await this.prisma.project.create({ data: { id, name: input.name, unpricedPolicy: input.unpricedPolicy } });
-      return { id: p.id, name: p.name, unpricedPolicy: p.unpricedPolicy, createdAt: p.createdAt.toISOString() };
+      return projectView(p);
     } catch (err) {
       if ((err as { code?: string }).code === 'P2002') throw new AppError('conflict', `Project ${id} already exists`, 'id');
       throw err;
     }
+  }
+
+  /** Changes a project's money settings; every API process forgets its cached copy in the same commit. */
+  async updateSettings(projectId: string, input: ProjectSettingsInput) {
+    const current = await this.prisma.project.findUnique({ where: { id: projectId } });
+    if (!current) throw new AppError('not_found', `No project ${projectId}`, 'projectId');
+    const policy = input.unpricedPolicy ?? current.unpricedPolicy;
+    const fallback = input.unpricedFallback === undefined ? current.unpricedFallback : input.unpricedFallback;
+    if (policy === 'fallback' && !fallback) throw AppError.validation('unpricedFallback', 'is required when unpricedPolicy is fallback');
+    const data = {
+      unpricedPolicy: policy,
+      unpricedFallback: fallback === null ? Prisma.DbNull : (fallback as Prisma.InputJsonValue),
+      ...(input.costUnit ? { costUnit: input.costUnit } : {}),
+      ...(input.exchangeRates ? { exchangeRates: input.exchangeRates } : {}),
+    };
+    const [p] = await this.prisma.$transaction([this.prisma.project.update({ where: { id: projectId }, data }), this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId)]);
+    this.caches.projects.evict(projectId);
+    return projectView(p);
   }
 
   async createKey(projectId: string, input: { scopes: KeyScope[]; name?: string }) {

@@ -74,9 +74,11 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
   it("trims to what a request limit has left, counting other steps' open reservations", async () => {
     const resourceId = `r-${randomUUID()}`;
     await used(resourceId, 500);
-    // Another agent's step is in flight: its reservation holds 100 input + 200 output tokens.
+    // Another agent's step is in flight: its reservation holds 100 input + 200 output tokens on the
+    // resource (a reservation holds the scopes its check had a limit on).
     const reserved = await tollgate.guard.check({
       context: { resourceId, traceId: `t-${randomUUID()}` },
+      limits: [{ scope: 'resource', window: '1h', maxTotalTokens: 1_000_000 }],
       estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 100, maxOutputTokens: 200 },
       reserve: true,
       stepId: `s-${randomUUID()}`,

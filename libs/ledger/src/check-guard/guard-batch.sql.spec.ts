@@ -1,0 +1,92 @@
+import { EventPartitions, inTransaction, PrismaService } from '@tollgate/database';
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { systemEventId, type SystemEvent } from '../events';
+import { lockScopes, readEstimateRatios, writeGuardOutcome } from './guard-batch.sql';
+import type { NewReservation } from './guard-decision';
+
+describe('guard batch statements (real PostgreSQL)', () => {
+  const prisma = new PrismaService(TEST_DATABASE_URL, 4);
+  let other: Client;
+  beforeAll(async () => {
+    await new EventPartitions(prisma).ensureAhead(new Date(), 1);
+    other = new Client({ connectionString: TEST_DATABASE_URL });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other.end();
+    await prisma.onModuleDestroy();
+  });
+
+  const reservation = (stepId: string, over: Partial<NewReservation> = {}): NewReservation => ({
+    id: `rsv_${randomUUID().replace(/-/g, '')}`,
+    stepId,
+    scopeKeys: ['resource:r1'],
+    contextKeys: ['resource:r1', 'run:t1'],
+    costMicros: 4500,
+    costUnit: 'USD',
+    inputTokens: 1000,
+    outputTokens: 200,
+    rawInputTokens: 1000,
+    provider: 'openai',
+    model: 'gpt-4o',
+    createdAt: new Date(),
+    expiresAt: new Date(Date.now() + 60_000),
+    ...over,
+  });
+  const reserved = (r: NewReservation): SystemEvent => ({
+    type: 'BudgetReserved',
+    eventId: systemEventId('reservation', r.id, 'reserved'),
+    occurredAt: new Date(),
+    reservationId: r.id,
+    scopes: { resourceId: 'r1', traceId: 't1' },
+    data: { stepId: r.stepId, scopeKeys: r.scopeKeys, estimatedCost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1, expiresAt: r.expiresAt.toISOString() },
+  });
+
+  it('lockScopes holds each scope until the transaction ends, across connections', async () => {
+    const project = `p-${randomUUID()}`;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const locking = inTransaction(prisma.pool, async (tx) => {
+      await lockScopes(tx, project, ['resource:r1', 'user:u1'], []);
+      await held;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    await other.query('BEGIN');
+    await other.query('SET LOCAL lock_timeout = 100');
+    await expect(other.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [project, 'user:u1'])).rejects.toMatchObject({ code: '55P03' });
+    await other.query('ROLLBACK');
+    release();
+    await locking;
+    await other.query('BEGIN');
+    await other.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [project, 'user:u1']);
+    await other.query('ROLLBACK');
+  });
+
+  it('writeGuardOutcome stores reservations and their events; a step that already has one keeps it, and no second BudgetReserved is logged', async () => {
+    const project = `p-${randomUUID()}`;
+    const first = reservation('step-1');
+    expect(await writeGuardOutcome(prisma.sql, project, [first], [reserved(first)])).toEqual(new Set([first.id]));
+    const again = reservation('step-1');
+    const decided: SystemEvent = { type: 'GuardDecided', eventId: systemEventId('decision', randomUUID()), occurredAt: new Date(), data: { decision: 'deny', violations: [], warnings: [], stepId: 'step-2' } };
+    expect(await writeGuardOutcome(prisma.sql, project, [again], [reserved(again), decided])).toEqual(new Set());
+
+    const rows = await prisma.sql.query<{ id: string; scope_keys: string[]; context_keys: string[]; estimated_input_tokens: string }>(
+      'SELECT id, scope_keys, context_keys, estimated_input_tokens::text FROM reservations WHERE project_id = $1',
+      project,
+    );
+    expect(rows).toEqual([{ id: first.id, scope_keys: ['resource:r1'], context_keys: ['resource:r1', 'run:t1'], estimated_input_tokens: '1000' }]);
+    const events = await prisma.sql.query<{ type: string; event_id: string }>('SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position', project);
+    expect(events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
+
+    expect(await lockScopes(prisma.sql, project, [], ['step-1', 'step-9'])).toEqual(new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]));
+  });
+
+  it('readEstimateRatios reads one model’s histogram of one project', async () => {
+    const project = `p-${randomUUID()}`;
+    await prisma.sql.query(`INSERT INTO estimate_ratio_bins (project_id, provider, model, bin, n) VALUES ($1, 'anthropic', 'claude', 16, 7), ($1, 'anthropic', 'claude', 17, 2), ($1, 'openai', 'gpt-4o', 10, 5)`, project);
+    expect(await readEstimateRatios(prisma.sql, project, 'anthropic', 'claude')).toEqual(new Map([[16, 7], [17, 2]]));
+    expect(await readEstimateRatios(prisma.sql, `other-${project}`, 'anthropic', 'claude')).toEqual(new Map());
+  });
+});

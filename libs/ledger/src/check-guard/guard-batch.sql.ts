@@ -1,0 +1,110 @@
+import type { Sql } from '@tollgate/database';
+import { eventRecord } from '../append-events/append-system-events.sql';
+import type { SystemEvent } from '../events';
+import type { NewReservation } from './guard-decision';
+
+/** An open reservation a retried check gets back (or the state that makes the retry a conflict). */
+export interface ExistingReservation {
+  id: string;
+  step_id: string;
+  status: string;
+  cost_micros: string;
+  cost_unit: string;
+  input_tokens: string;
+  output_tokens: string;
+  expires_at: string;
+}
+
+/**
+ * Takes the scopes' advisory locks (sorted, so two transactions never wait on each other
+ * crosswise; held to the end of the transaction, so they hold across API replicas) and reads the
+ * reservations the steps already have (retried checks). The usage read must be a later statement:
+ * its snapshot has to be taken after the locks are ours.
+ */
+export async function lockScopes(tx: Sql, projectId: string, scopeKeys: readonly string[], stepIds: readonly string[]): Promise<Map<string, ExistingReservation>> {
+  const [row] = await tx.query<{ existing: ExistingReservation[] }>(
+    `SELECT (SELECT count(pg_advisory_xact_lock(h)) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s) AS locked,
+            (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'step_id', step_id, 'status', status, 'cost_micros', cost_micros::text, 'cost_unit', cost_unit,
+                                                          'input_tokens', input_tokens::text, 'output_tokens', output_tokens::text, 'expires_at', expires_at)), '[]'::jsonb)
+               FROM reservations WHERE project_id = $1 AND step_id = ANY($3::text[])) AS existing`,
+    projectId,
+    scopeKeys,
+    stepIds,
+  );
+  return new Map(row.existing.map((r) => [r.step_id, r]));
+}
+
+/**
+ * Writes what a group commit decided, in one statement: the reservations (a step that already has
+ * one keeps it: the insert skips it, and so its BudgetReserved event), then the events, each
+ * claimed in `event_ids` like every event of the log. Returns the ids of the reservations made.
+ */
+export async function writeGuardOutcome(tx: Sql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
+  if (!reservations.length && !events.length) return new Set();
+  const rows = await tx.query<{ id: string }>(
+    `WITH rin AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, step_id text, scope_keys text[], context_keys text[], cost_micros bigint, cost_unit text,
+         input_tokens bigint, output_tokens bigint, estimated_input_tokens bigint, provider text, model text, created_at timestamptz, expires_at timestamptz)
+     ),
+     made AS (
+       INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens,
+                                 estimated_input_tokens, provider, model, created_at, expires_at)
+       SELECT id, $2, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens, estimated_input_tokens, provider, model, created_at, expires_at
+         FROM rin ORDER BY step_id
+       ON CONFLICT (project_id, step_id) DO NOTHING
+       RETURNING id
+     ),
+     ein AS (
+       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,
+         thread_id text, resource_id text, user_id text, organization_id text, session_id text, entity_type text, entity_name text,
+         reservation_id text, data jsonb)
+     ),
+     kept AS (SELECT * FROM ein WHERE type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made)),
+     claimed AS (
+       INSERT INTO event_ids (project_id, event_id, occurred_at)
+       SELECT $2, event_id, occurred_at FROM kept ORDER BY event_id
+       ON CONFLICT DO NOTHING
+       RETURNING event_id
+     ),
+     logged AS (
+       INSERT INTO events (project_id, event_id, type, occurred_at, trace_id, run_id, thread_id, resource_id, user_id, organization_id,
+                           session_id, entity_type, entity_name, reservation_id, data)
+       SELECT $2, k.event_id, k.type, k.occurred_at, k.trace_id, k.run_id, k.thread_id, k.resource_id, k.user_id, k.organization_id,
+              k.session_id, k.entity_type, k.entity_name, k.reservation_id, k.data
+         FROM kept k JOIN claimed USING (event_id)
+       RETURNING 1
+     )
+     SELECT id FROM made`,
+    JSON.stringify(
+      reservations.map((r) => ({
+        id: r.id,
+        step_id: r.stepId,
+        scope_keys: r.scopeKeys,
+        context_keys: r.contextKeys,
+        cost_micros: r.costMicros,
+        cost_unit: r.costUnit,
+        input_tokens: r.inputTokens,
+        output_tokens: r.outputTokens,
+        estimated_input_tokens: r.rawInputTokens,
+        provider: r.provider,
+        model: r.model,
+        created_at: r.createdAt.toISOString(),
+        expires_at: r.expiresAt.toISOString(),
+      })),
+    ),
+    projectId,
+    JSON.stringify(events.map(eventRecord)),
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Histogram of actual ÷ estimated input tokens for one provider and model (see estimate-margins.ts). */
+export async function readEstimateRatios(db: Sql, projectId: string, provider: string, model: string): Promise<Map<number, number>> {
+  const rows = await db.query<{ bin: number; n: string }>(
+    'SELECT bin, n::text AS n FROM estimate_ratio_bins WHERE project_id = $1 AND provider = $2 AND model = $3',
+    projectId,
+    provider,
+    model,
+  );
+  return new Map(rows.map((r) => [Number(r.bin), Number(r.n)]));
+}
