@@ -16,6 +16,12 @@ export const idSchema = z
   .max(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`)
   .regex(noControl, 'must not contain control characters');
 
+/**
+ * Event ids the service writes itself (reservation life cycle, guard audit) start with this; a
+ * client's event id may not, so no client event can take the place of a system event.
+ */
+export const SYSTEM_EVENT_ID_PREFIX = 'tg:';
+
 /** A bounded, printable text (no control characters). */
 export const shortText = (max: number) =>
   z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).regex(noControl, 'must not contain control characters');
@@ -76,7 +82,7 @@ export const labelsSchema = z
 
 /** One LLM step, as an agent reports it. Aligned with the OpenTelemetry GenAI conventions. */
 export const stepUsageEventSchema = z.strictObject({
-  eventId: idSchema,
+  eventId: idSchema.refine((id) => !id.startsWith(SYSTEM_EVENT_ID_PREFIX), `must not start with ${SYSTEM_EVENT_ID_PREFIX} (reserved for the service's own events)`),
   occurredAt: isoTimestamp,
   traceId: idSchema,
   spanId: idSchema.optional(),
@@ -117,9 +123,23 @@ export const ingestRequestSchema = z.strictObject({
 });
 
 export type IngestResult =
-  | { index: number; eventId: string; status: 'accepted'; position: string }
+  | {
+      index: number;
+      eventId: string;
+      status: 'accepted';
+      position: string;
+      /** Set when this event settled a reservation with more than was reserved. */
+      reservationExceeded?: ReservationExceededView;
+    }
   | { index: number; eventId: string; status: 'duplicate' }
   | { index: number; eventId: string | null; status: 'rejected'; field: string; reason: string };
+
+/** A settlement whose actual usage passed its reservation (also logged as `ReservationExceeded`). */
+export interface ReservationExceededView {
+  reservationId: string;
+  reserved: { cost: number; costUnit: string | null; inputTokens: number; outputTokens: number };
+  actual: { cost: number | null; costUnit: string | null; inputTokens: number; outputTokens: number };
+}
 
 export interface IngestResponse {
   accepted: number;

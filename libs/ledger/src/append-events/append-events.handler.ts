@@ -7,7 +7,10 @@ import { priceStep } from '../pricing/price-step';
 import { PriceOverrides } from '../prices/price-overrides.repository';
 import { AppendEvents } from './append-events.command';
 import { insertStepEvents, type StepRow } from './insert-step-events.sql';
-import { validateStepEvents } from './validate-step-events';
+import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
+import { readReservationContexts } from '../reservations/release-reservation.sql';
+import { scopeKeysOf } from '../check-guard/effective-limits';
+import { reservationsExceeded } from '@tollgate/observability/metrics';
 
 @CommandHandler(AppendEvents)
 export class AppendEventsHandler implements ICommandHandler<AppendEvents, IngestResponse> {
@@ -26,6 +29,7 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
     const results: IngestResult[] = new Array(events.length);
     for (const [index, result] of decided) results[index] = result;
 
+    await this.rejectForeignSettlements(projectId, valid, results);
     if (valid.length > 0) {
       const overrides = await this.prices.forProject(projectId);
       const rows: StepRow[] = valid.map(({ event }) => {
@@ -38,12 +42,14 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
       const stored = await insertStepEvents(this.prisma.sql, projectId, rows);
       const published: StepUsageRecorded[] = [];
       valid.forEach(({ index, event }, i) => {
-        const position = stored.get(event.eventId);
-        if (position === undefined) {
+        const step = stored.get(event.eventId);
+        if (step === undefined) {
           results[index] = { index, eventId: event.eventId, status: 'duplicate' };
           return;
         }
-        results[index] = { index, eventId: event.eventId, status: 'accepted', position };
+        const { position, exceeded } = step;
+        results[index] = { index, eventId: event.eventId, status: 'accepted', position, ...(exceeded ? { reservationExceeded: exceeded } : {}) };
+        if (exceeded) reservationsExceeded.inc();
         const cost = rows[i].cost;
         published.push(new StepUsageRecorded(projectId, BigInt(position), event, cost.priced ? cost.costMicros : null));
       });
@@ -52,5 +58,28 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
 
     const count = (status: IngestResult['status']) => results.filter((r) => r.status === status).length;
     return { accepted: count('accepted'), duplicates: count('duplicate'), rejected: count('rejected'), results };
+  }
+
+  /**
+   * A step event settles the reservation it names only if it is the step that reservation was
+   * made for: it must carry every scope id of the reservation's context. Otherwise it would free
+   * one scope's hold and land on another; it is rejected (nothing of it is stored).
+   */
+  private async rejectForeignSettlements(projectId: string, valid: ValidatedBatch['valid'], results: IngestResult[]) {
+    const named = [...new Set(valid.flatMap(({ event }) => (event.reservationId ? [event.reservationId] : [])))];
+    if (!named.length) return;
+    const contexts = await readReservationContexts(this.prisma.sql, projectId, named);
+    for (let i = valid.length - 1; i >= 0; i--) {
+      const { index, event } = valid[i];
+      if (!event.reservationId) continue;
+      const context = contexts.get(event.reservationId);
+      const reason =
+        context === undefined
+          ? `names no reservation of this project (${event.reservationId})`
+          : context.filter((k) => !scopeKeysOf(event).includes(k)).map((k) => `is a reservation for ${k}, which this event does not carry`)[0];
+      if (!reason) continue;
+      results[index] = { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].reservationId`, reason };
+      valid.splice(i, 1);
+    }
   }
 }

@@ -1,6 +1,12 @@
-import type { StepUsageEvent } from '@tollgate/contracts';
+import type { ReservationExceededView, StepUsageEvent } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
+
+/** A step event as stored: its position, and whether it settled a reservation with more than it held. */
+export interface StoredStep {
+  position: string;
+  exceeded?: ReservationExceededView;
+}
 
 export interface StepRow {
   event: StepUsageEvent;
@@ -71,13 +77,15 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
  * - the guard's usage counters of every scope on the event (hour and day buckets, and the run's
  *   total) are incremented, in key order so that concurrent batches never deadlock;
  * - the reservations the events name are settled (the actual usage replaces the estimate from the
- *   same commit on), each with a `ReservationSettled` event.
- * Returns the stored events' positions by event id; the missing ones were duplicates.
+ *   same commit on), each with a `ReservationSettled` event, and a `ReservationExceeded` event when
+ *   the actual usage passed what was held; the ratio of actual to estimated input tokens is added
+ *   to the model's histogram, from which the guard learns its margin.
+ * Returns the stored events by event id; the missing ones were duplicates.
  */
-export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow[]): Promise<Map<string, string>> {
+export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow[]): Promise<Map<string, StoredStep>> {
   if (rows.length === 0) return new Map();
   const cols = COLUMN_NAMES.join(', ');
-  const stored = await tx.query<{ event_id: string; position: string }>(
+  const stored = await tx.query<{ event_id: string; position: string; exceeded: ReservationExceededView | null }>(
     `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
@@ -124,25 +132,65 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
      ),
      settled AS (
        UPDATE reservations r SET status = 'settled', closed_at = now()
-         FROM (SELECT DISTINCT ON (reservation_id) reservation_id, event_id FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s
+         FROM (SELECT DISTINCT ON (reservation_id) reservation_id, event_id, provider, model, input_tokens, output_tokens, cost_micros, cost_unit
+                 FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s
         WHERE r.project_id = $2 AND r.id = s.reservation_id AND r.status = 'open'
-       RETURNING r.id, s.event_id AS step_event_id
+       RETURNING r.id, r.scope_keys, r.cost_micros AS r_cost, r.cost_unit AS r_unit, r.input_tokens AS r_in, r.output_tokens AS r_out,
+                 r.estimated_input_tokens, r.provider AS r_provider, r.model AS r_model,
+                 s.event_id AS step_event_id, s.input_tokens, s.output_tokens, s.cost_micros, s.cost_unit,
+                 -- Money is compared only in one unit; tokens always.
+                 (s.input_tokens > r.input_tokens OR s.output_tokens > r.output_tokens
+                  OR (s.cost_unit = r.cost_unit AND s.cost_micros > r.cost_micros)) AS exceeded
      ),
      settle_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
-       SELECT $2, 'reservation:' || id || ':settled', now() FROM settled ORDER BY id
+       SELECT $2, 'tg:reservation:' || id || ':settled', now() FROM settled ORDER BY id
        ON CONFLICT DO NOTHING
        RETURNING event_id
      ),
      settle_logged AS (
        INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
        SELECT $2, c.event_id, 'ReservationSettled', now(), s.id, jsonb_build_object('stepEventId', s.step_event_id)
-         FROM settled s JOIN settle_claimed c ON c.event_id = 'reservation:' || s.id || ':settled'
+         FROM settled s JOIN settle_claimed c ON c.event_id = 'tg:reservation:' || s.id || ':settled'
        RETURNING 1
+     ),
+     exceeded_claimed AS (
+       INSERT INTO event_ids (project_id, event_id, occurred_at)
+       SELECT $2, 'tg:reservation:' || id || ':exceeded', now() FROM settled WHERE exceeded ORDER BY id
+       ON CONFLICT DO NOTHING
+       RETURNING event_id
+     ),
+     exceeded_logged AS (
+       INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
+       SELECT $2, c.event_id, 'ReservationExceeded', now(), s.id,
+              jsonb_build_object('stepEventId', s.step_event_id, 'scopeKeys', s.scope_keys,
+                'reserved', jsonb_build_object('costMicros', s.r_cost, 'costUnit', nullif(s.r_unit, ''), 'inputTokens', s.r_in, 'outputTokens', s.r_out),
+                'actual', jsonb_build_object('costMicros', s.cost_micros, 'costUnit', s.cost_unit, 'inputTokens', s.input_tokens, 'outputTokens', s.output_tokens))
+         FROM settled s JOIN exceeded_claimed c ON c.event_id = 'tg:reservation:' || s.id || ':exceeded'
+       RETURNING 1
+     ),
+     -- What settlements teach the guard's margin: actual ÷ estimated input tokens, binned
+     -- (bin b holds (0.5 + 0.05 (b − 1), 0.5 + 0.05 b]; see estimate-margins.ts).
+     ratios AS (
+       INSERT INTO estimate_ratio_bins AS b (project_id, provider, model, bin, n)
+       SELECT $2, r_provider, r_model, bin, count(*)
+         FROM (SELECT r_provider, r_model,
+                      least(69, greatest(0, ceil((input_tokens::numeric / estimated_input_tokens - 0.5) / 0.05)))::smallint AS bin
+                 FROM settled WHERE estimated_input_tokens > 0 AND r_provider IS NOT NULL) x
+        GROUP BY r_provider, r_model, bin
+        ORDER BY r_provider, r_model, bin
+       ON CONFLICT (project_id, provider, model, bin) DO UPDATE SET n = b.n + excluded.n
+       RETURNING 1
+     ),
+     exceeded_view AS (
+       SELECT step_event_id, jsonb_build_object('reservationId', id,
+                'reserved', jsonb_build_object('cost', r_cost / 1e6, 'costUnit', nullif(r_unit, ''), 'inputTokens', r_in, 'outputTokens', r_out),
+                'actual', jsonb_build_object('cost', cost_micros / 1e6, 'costUnit', cost_unit, 'inputTokens', input_tokens, 'outputTokens', output_tokens)) AS view
+         FROM settled WHERE exceeded
      )
-     SELECT event_id, position::text AS position FROM stored`,
+     SELECT st.event_id, st.position::text AS position, x.view AS exceeded FROM stored st LEFT JOIN exceeded_view x ON x.step_event_id = st.event_id`,
     JSON.stringify(rows.map(toRecord)),
     projectId,
   );
-  return new Map(stored.map((r) => [r.event_id, r.position]));
+  return new Map(stored.map((r) => [r.event_id, { position: r.position, exceeded: r.exceeded ?? undefined }]));
 }

@@ -21,7 +21,7 @@ export async function closeReservations(db: Sql, where: { projectId: string; id:
      ),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
-       SELECT project_id, 'reservation:' || id || ':released', now() FROM closed ORDER BY project_id, id
+       SELECT project_id, 'tg:reservation:' || id || ':released', now() FROM closed ORDER BY project_id, id
        ON CONFLICT DO NOTHING
        RETURNING project_id, event_id
      ),
@@ -29,7 +29,7 @@ export async function closeReservations(db: Sql, where: { projectId: string; id:
        INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
        SELECT c.project_id, k.event_id, 'ReservationReleased', now(), c.id,
               jsonb_build_object('reason', $1::text, 'costMicros', c.cost_micros, 'inputTokens', c.input_tokens, 'outputTokens', c.output_tokens)
-         FROM closed c JOIN claimed k ON k.project_id = c.project_id AND k.event_id = 'reservation:' || c.id || ':released'
+         FROM closed c JOIN claimed k ON k.project_id = c.project_id AND k.event_id = 'tg:reservation:' || c.id || ':released'
        RETURNING 1
      )
      SELECT id, project_id FROM closed`,
@@ -48,4 +48,11 @@ export async function readReservation(db: Sql, projectId: string, id: string): P
   // An open reservation past its expiry no longer holds budget, whether or not the sweeper ran.
   const status = row.status === 'open' && row.expires_at.getTime() <= Date.now() ? 'lapsed' : row.status;
   return { id: row.id, status, closedAt: row.closed_at?.toISOString() ?? null };
+}
+
+/** The scope ids each named reservation was made for (a settling step event must carry them). */
+export async function readReservationContexts(db: Sql, projectId: string, ids: readonly string[]): Promise<Map<string, string[]>> {
+  if (!ids.length) return new Map();
+  const rows = await db.query<{ id: string; context_keys: string[] }>('SELECT id, context_keys FROM reservations WHERE project_id = $1 AND id = ANY($2::text[])', projectId, ids);
+  return new Map(rows.map((r) => [r.id, r.context_keys]));
 }
