@@ -47,8 +47,10 @@ export {
 } from './token-count/message-token-counter';
 export type {
   TollgateGuardClient,
+  GuardCheckCallOptions,
   GuardCheckRequest,
   GuardCheckResponse,
+  GuardEstimateView,
   GuardContext,
   GuardEstimate,
   GuardFinding,

@@ -2,7 +2,7 @@ import { systemClock, type Clock } from './clock';
 import { TollgateError } from './errors';
 import { EventBuffer, type DroppedEvents, type EventStats, type RejectedEvent } from './events/event-buffer';
 import { prepareEvent, type RecordStepEvent } from './events/prepare-event';
-import { GuardApi } from './guard';
+import { GuardApi, type GuardOptions } from './guard';
 import { HttpTransport, type FetchLike } from './http';
 import { MetricsApi } from './metrics';
 
@@ -38,8 +38,12 @@ export interface TollgateClientOptions {
   onRejected?: (rejection: RejectedEvent) => void;
   /** A request failed and will be tried again. */
   onRetry?: (error: TollgateError, attempt: number) => void;
-  /** Guard calls: timeout per attempt (default 2000 ms) and retries (default 1). */
-  guard?: { timeoutMs?: number; retries?: number };
+  /**
+   * Guard calls: timeout per attempt (default 5000 ms), retries on network errors, timeouts, 429
+   * and 5xx (default 1), and how long busy answers are retried (`busyDeadlineMs`, default
+   * 10 000 ms; see {@link GuardOptions.busyDeadlineMs}).
+   */
+  guard?: { timeoutMs?: number; retries?: number; busyDeadlineMs?: number };
   /** Time source; tests pass a fake one. */
   clock?: Clock;
   /** Uniform random in [0, 1) for jitter; tests pass a fixed one. */
@@ -139,10 +143,21 @@ export class TollgateClient {
         return buffer.stats;
       },
     };
-    this.guard = new GuardApi(transport, clock, {
-      timeoutMs: positiveInt('guard.timeoutMs', options.guard?.timeoutMs, 2000),
-      retries: positiveInt('guard.retries', options.guard?.retries, 1, 100),
-    });
+    this.guard = new GuardApi(
+      transport,
+      clock,
+      {
+        // Above the service's own bound on a check (a wait in its scope's queue, GUARD_QUEUE_WAIT_MS,
+        // 1000 ms by default, then GUARD_TIMEOUT_MS, 2000 ms, of database work; past them it answers
+        // busy or applies failMode itself). A client that gave up at 2000 ms would throw away
+        // answers already on their way, apply its failMode to them, and queue one more check on a
+        // scope that is already loaded.
+        timeoutMs: positiveInt('guard.timeoutMs', options.guard?.timeoutMs, 5000),
+        retries: positiveInt('guard.retries', options.guard?.retries, 1, 100),
+        busyDeadlineMs: positiveInt('guard.busyDeadlineMs', options.guard?.busyDeadlineMs, 10_000),
+      },
+      random,
+    );
     this.metrics = new MetricsApi(transport);
   }
 

@@ -1,6 +1,7 @@
 import type { GuardCheckResponse } from '../../contracts/src/guard';
 import { TollgateClient } from './client';
 import { TollgateError } from './errors';
+import { busyRetryDelay } from './guard';
 import { backoffDelay, parseRetryAfter } from './http';
 import { fakeService, refused, type FakeReply, type FakeRequest } from './testing/fake-service';
 
@@ -17,13 +18,17 @@ async function run<T>(p: Promise<T>, stepMs = 50): Promise<T> {
   return p;
 }
 
-function client(handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>) {
+function client(handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>, options: { random?: () => number; guard?: { busyDeadlineMs?: number } } = {}) {
   const service = fakeService(handler);
-  return { c: new TollgateClient({ baseUrl: 'http://tollgate.test/', apiKey: 'tg_test', fetch: service.fetch, random: () => 0.5 }), service };
+  return { c: new TollgateClient({ baseUrl: 'http://tollgate.test/', apiKey: 'tg_test', fetch: service.fetch, random: () => 0.5, ...options }), service };
 }
 
 const allow: GuardCheckResponse = { decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, asOf: '2026-12-01T10:00:00.000Z' };
 const request = { context: { runId: 'run-1', resourceId: 'res-1' }, limits: [{ scope: 'resource' as const, maxCost: 1 }] };
+const busy = (retryAfterMs: number): GuardCheckResponse => ({ decision: 'deny', reason: 'busy', retryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: '2026-12-01T10:00:00.000Z' });
+const reserving = { ...request, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 100, maxOutputTokens: 50 }, reserve: true, stepId: 'run-1:0' };
+const reserved: GuardCheckResponse = { ...allow, reservation: { id: 'rsv-1', estimatedCost: 0.0007, costUnit: 'USD', inputTokens: 100, outputTokens: 50, expiresAt: '2026-12-01T10:05:00.000Z' } };
+const gaps = (requests: FakeRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i].at);
 
 describe('guard.check', () => {
   it('posts the request, with defaults applied by the shared schema, and returns the decision', async () => {
@@ -47,8 +52,9 @@ describe('guard.check', () => {
     const res = await run(c.guard.check({ ...request, failMode: 'closed' }));
     expect(res).toMatchObject({ decision: 'deny', violations: [], asOf: expect.any(String) });
     expect(res.reason).toMatch(/^guard unavailable \(timeout\): fail-closed/);
-    // Two attempts of 2000 ms, 75 ms apart.
-    expect(Date.now() - Date.parse('2026-12-01T10:00:00Z')).toBeGreaterThanOrEqual(4075);
+    // Two attempts of 5000 ms (the default, above the service's own bound), 75 ms apart.
+    expect(service.requests[1].at - service.requests[0].at).toBe(5075);
+    expect(Date.now() - Date.parse('2026-12-01T10:00:00Z')).toBeGreaterThanOrEqual(10_075);
     expect(service.requests).toHaveLength(2);
   });
 
@@ -71,6 +77,63 @@ describe('guard.check', () => {
     const err2 = await c.guard.check({ context: {}, limits: [{ scope: 'resource', maxCost: -1 }] }).catch((e) => e);
     expect(err2).toMatchObject({ field: 'limits[0].maxCost' });
     expect(service.requests).toHaveLength(0);
+  });
+
+  describe("when the service answers 'busy'", () => {
+    it('sends the same request again after retryAfterMs with jitter, and returns the allow', async () => {
+      const { c, service } = client((_, n) => ({ status: 200, body: n === 1 ? busy(400) : reserved }));
+      expect(await run(c.guard.check(reserving), 10)).toEqual(reserved);
+      expect(service.requests).toHaveLength(2);
+      expect(service.requests[1].rawBody).toBe(service.requests[0].rawBody);
+      expect(service.requests[1].body).toMatchObject({ stepId: 'run-1:0', reserve: true });
+      // 400 ms fixed, plus random 0.5 × 400 ms.
+      expect(gaps(service.requests)).toEqual([600]);
+    });
+
+    it('never waits less than retryAfterMs, nor twice as long, and spreads callers out with its random', async () => {
+      const waits: number[] = [];
+      for (const r of [0, 0.25, 0.999999]) {
+        const { c, service } = client((_, n) => ({ status: 200, body: n === 1 ? busy(200) : allow }), { random: () => r });
+        await run(c.guard.check(request), 1);
+        waits.push(...gaps(service.requests));
+      }
+      expect(waits).toEqual([200, 250, 400]);
+      expect([0, 0.5, 0.999999].map((r) => busyRetryDelay(1000, () => r))).toEqual([1000, 1500, 2000]);
+      // Without a usable hint it still waits (never spins), and a huge one is bounded.
+      expect([undefined, 0, -5, Number.NaN].map((h) => busyRetryDelay(h, () => 0))).toEqual([100, 100, 100, 100]);
+      expect(busyRetryDelay(3_600_000, () => 0)).toBe(60_000);
+    });
+
+    it('returns the last busy answer once the deadline would be passed, even with failMode open', async () => {
+      const { c, service } = client((_, n) => ({ status: 200, body: { ...busy(1000), asOf: `answer ${n}` } }));
+      const res = await run(c.guard.check({ ...reserving, failMode: 'open' }), 10);
+      // Retries 1500 ms apart (1000 fixed + 0.5 × 1000) within the 10 000 ms default: the one at 10 500 ms is not sent.
+      expect(service.requests.map((r) => r.at - service.requests[0].at)).toEqual([0, 1500, 3000, 4500, 6000, 7500, 9000]);
+      expect(res).toEqual({ ...busy(1000), asOf: 'answer 7' });
+      expect(new Set(service.requests.map((r) => r.rawBody)).size).toBe(1);
+    });
+
+    it('takes busyDeadlineMs from the client options, and from the call, where 0 means no retry', async () => {
+      const fromClient = client(() => ({ status: 200, body: busy(300) }), { guard: { busyDeadlineMs: 1000 } });
+      expect((await run(fromClient.c.guard.check(request), 10)).reason).toBe('busy');
+      expect(gaps(fromClient.service.requests)).toEqual([450, 450]); // a third retry would start at 1350 ms
+
+      const noRetry = client(() => ({ status: 200, body: busy(300) }));
+      expect(await run(noRetry.c.guard.check(request, { busyDeadlineMs: 0 }))).toEqual(busy(300));
+      expect(noRetry.service.requests).toHaveLength(1);
+
+      const err = await noRetry.c.guard.check(request, { busyDeadlineMs: -1 }).catch((e) => e);
+      expect(err).toMatchObject({ code: 'validation_failed', field: 'busyDeadlineMs' });
+      expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: 'k', guard: { busyDeadlineMs: 1.5 } })).toThrow(expect.objectContaining({ field: 'guard.busyDeadlineMs' }));
+    });
+
+    it('applies the fail mode as before when a busy retry cannot reach the service', async () => {
+      const { c, service } = client((_, n) => (n === 1 ? { status: 200, body: busy(100) } : refused()));
+      const res = await run(c.guard.check({ ...request, failMode: 'closed' }), 10);
+      expect(res.decision).toBe('deny');
+      expect(res.reason).toMatch(/^guard unavailable \(network_error\): fail-closed applied by the SDK/);
+      expect(service.requests).toHaveLength(3); // the busy answer, then an attempt and its retry
+    });
   });
 
   it('release posts to the reservation route', async () => {

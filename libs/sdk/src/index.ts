@@ -2,7 +2,7 @@ export { TollgateClient, type TollgateClientOptions, type EventsApi } from './cl
 export { TollgateError, type TollgateErrorCode } from './errors';
 export type { DropReason, DroppedEvents, RejectedEvent, EventStats } from './events/event-buffer';
 export type { RecordStepEvent } from './events/prepare-event';
-export { GuardApi, type GuardOptions, type GuardReleaseResponse } from './guard';
+export { GuardApi, type GuardOptions, type GuardCheckOptions, type GuardReleaseResponse } from './guard';
 export { MetricsApi, DiscoveryApi } from './metrics';
 export type {
   AggregationType,

@@ -14,7 +14,8 @@ import type {
 import { TokenCountCache } from '../token-count/count-cache';
 import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
 import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
-import type { GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
+import { checkUntilServed, isBusy } from '../tollgate/busy-retry';
+import type { GuardCheckRequest, GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
 import { formatCost, formatViolationMessage } from './violation-message';
 import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
 
@@ -49,6 +50,16 @@ export interface CostGuardOptions {
    * let through, as the scope table of the specification says.
    */
   failMode?: 'open' | 'closed';
+  /**
+   * How long a step waits for Tollgate's guard when it answers busy (too many checks queued on
+   * one of the step's scopes; nothing reserved), in ms from the step's first check. Default
+   * 10 000. The check is sent again, with the same `stepId`, after the answer's `retryAfterMs`
+   * plus jitter; once the next retry would start past this deadline, the busy answer is a deny
+   * (a TripWire with `reason: 'busy'` under `block`, a warning under `warn`) whatever `failMode`
+   * says: a busy guard is up and shedding load, not unreachable. With the SDK as `client`, the
+   * SDK retries within what is left of this deadline. 0: no retry.
+   */
+  busyDeadlineMs?: number;
   /**
    * Tollgate client. With it the guard is exact: each step reserves its worst-case cost before
    * the LLM call and records its actual usage after. Without it, the processor must be registered
@@ -90,6 +101,11 @@ export interface CostGuardTripwireMetadata {
   scopeKey?: string;
   threshold: 'hard';
   breakdown?: CostGuardBreakdownEntry[];
+  /**
+   * `'busy'` when the step was blocked because Tollgate's guard stayed busy past
+   * `busyDeadlineMs`, not by a budget: `usage` is then null, nothing having been evaluated.
+   */
+  reason?: 'busy';
 }
 
 /** `detail` of the violations passed to `onViolation`. */
@@ -199,6 +215,9 @@ export class CostGuardProcessor {
     }
     if (options.warnAtPercent !== undefined && (!Number.isFinite(options.warnAtPercent) || options.warnAtPercent <= 0 || options.warnAtPercent >= 100)) {
       throw new RangeError('CostGuardProcessor requires warnAtPercent to be a number between 0 and 100 (exclusive)');
+    }
+    if (options.busyDeadlineMs !== undefined && (!Number.isFinite(options.busyDeadlineMs) || options.busyDeadlineMs < 0)) {
+      throw new RangeError('CostGuardProcessor requires busyDeadlineMs to be a number of milliseconds >= 0');
     }
     this.options = options;
     this.scope = options.scope ?? 'resource';
@@ -314,35 +333,39 @@ export class CostGuardProcessor {
     const context: GuardContext = { ...ids, entityType: 'agent', ...(entityName ? { entityName } : {}) };
     const failMode = this.options.failMode ?? 'open';
     const step: PendingStep = { stepIndex: args.stepNumber, provider, model, context, recorded: false };
-    let response: GuardCheckResponse;
-    try {
-      response = await client.guard.check({
-        context,
-        limits: [
-          {
-            scope: this.scope,
-            ...(this.scope === 'run' ? {} : { window: this.window }),
-            maxCost,
-            ...(this.options.warnAtPercent !== undefined ? { warnAtPercent: this.options.warnAtPercent } : {}),
-          },
-        ],
-        estimate: {
-          provider,
-          model,
-          inputTokens: this.estimateInputTokens(args),
-          maxOutputTokens: args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096,
+    const request: GuardCheckRequest = {
+      context,
+      limits: [
+        {
+          scope: this.scope,
+          ...(this.scope === 'run' ? {} : { window: this.window }),
+          maxCost,
+          ...(this.options.warnAtPercent !== undefined ? { warnAtPercent: this.options.warnAtPercent } : {}),
         },
-        reserve: true,
-        // A step Mastra runs again (after an API error) is a new step for Tollgate.
-        stepId: `${run.runKey}:${args.stepNumber}${attempt(run, args.stepNumber)}`,
-        failMode,
-      });
+      ],
+      estimate: {
+        provider,
+        model,
+        inputTokens: this.estimateInputTokens(args),
+        maxOutputTokens: args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096,
+      },
+      reserve: true,
+      // A step Mastra runs again (after an API error) is a new step for Tollgate; a busy retry is not.
+      stepId: `${run.runKey}:${args.stepNumber}${attempt(run, args.stepNumber)}`,
+      failMode,
+    };
+    let response: GuardCheckResponse;
+    let elapsedMs: number;
+    try {
+      ({ response, elapsedMs } = await checkUntilServed(client, request, this.options.busyDeadlineMs ?? 10_000));
     } catch (error) {
       run.pending.push(step);
       return this.unavailable(args, maxCost, scopeKey, error);
     }
     step.reservationId = response.reservation?.id;
     run.pending.push(step);
+    // Before the check below: a busy answer is a deny without violations too, but not an outage.
+    if (isBusy(response)) return this.busy(args, maxCost, scopeKey, elapsedMs);
     // The SDK answers for an unreachable service itself: fail-closed comes back as a deny with no violation.
     if (response.decision === 'deny' && response.violations.length === 0) {
       return this.unavailable(args, maxCost, scopeKey, new Error(response.reason ?? 'denied without a violation'));
@@ -434,6 +457,24 @@ export class CostGuardProcessor {
     } catch (error) {
       this.log('Cost guard: onViolation callback threw', error);
     }
+  }
+
+  /**
+   * Tollgate's guard stayed busy past `busyDeadlineMs`: nothing was evaluated or reserved. A deny
+   * (failMode is for an unreachable guard, and this one answered), but not a budget violation:
+   * the guard does not call onViolation (Mastra's runner does, on the abort, with metadata whose
+   * `reason: 'busy'` says so), and the message says what happened.
+   */
+  private busy(args: CostGuardStepArgs, maxCost: number, scopeKey: string | undefined, elapsedMs: number): void {
+    const why = `Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after ${elapsedMs} ms of retries`;
+    if (this.strategy === 'warn') {
+      this.log(`${why}; letting the step run unreserved (strategy 'warn'); no budget was checked`);
+      return;
+    }
+    args.abort(`${why}; blocking the step; no budget was checked`, {
+      retry: false,
+      metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard', reason: 'busy' },
+    });
   }
 
   private unavailable(args: CostGuardStepArgs, maxCost: number, scopeKey: string | undefined, error: unknown): void {

@@ -77,6 +77,8 @@ export interface GuardFinding {
   threshold: 'soft' | 'hard';
   /** `'request'`, or `'policy:<name>'` for a budget stored on the project. */
   source: string;
+  /** Why the finding is not a plain comparison, e.g. usage in a cost unit with no rate to the limit's. */
+  reason?: string;
 }
 
 /** Recorded and reserved usage of one scope in one window. */
@@ -93,13 +95,43 @@ export interface GuardScopeUsage {
   reservedInputTokens: number;
   reservedOutputTokens: number;
   unpricedEvents: number;
+  /** Recorded cost per cost unit, never summed across units. */
+  costByUnit: Record<string, number>;
+  /** Reserved cost per cost unit. */
+  reservedCostByUnit: Record<string, number>;
+}
+
+/** What the step's estimate costs, and how Tollgate priced it. */
+export interface GuardEstimateView {
+  /** In `costUnit`; `null` when the step could not be priced (no price, no fallback rate). */
+  cost: number | null;
+  costUnit: string | null;
+  priced: boolean;
+  /** The catalog or override price used, when priced. */
+  priceId?: string;
+  /** Set when the project's fallback rate for unpriced models was used. */
+  fallback?: 'project';
+  /** The input tokens the guard holds: the estimate's, times the margin learned for this model. */
+  inputTokens: number;
+  outputTokens: number;
+  /** Actual ÷ estimated input tokens assumed for this provider and model (>= 1). */
+  inputTokensMargin: number;
 }
 
 /** Response body of `POST /v1/guard/check`. */
 export interface GuardCheckResponse {
   decision: 'allow' | 'deny';
-  /** Set when the decision was taken without evaluating (guard unreachable: `failMode` applied). */
+  /**
+   * Set when the decision was taken without evaluating the budgets:
+   * - `'busy'` (with `decision: 'deny'`): too many checks are queued on one of the step's scopes;
+   *   nothing was reserved. Not an outage: send the same request again after `retryAfterMs`.
+   *   The SDK does so itself, and so does the cost guard, for clients that do not.
+   * - otherwise the guard could not be reached and the request's `failMode` was applied (by the
+   *   service, or by the SDK for a service it could not reach); the text says why.
+   */
   reason?: string;
+  /** With `reason: 'busy'`: milliseconds after which a retry is likely to be served. */
+  retryAfterMs?: number;
   violations: GuardFinding[];
   warnings: GuardFinding[];
   /** Limits the guard could not evaluate (a scope id missing from the context). */
@@ -107,7 +139,18 @@ export interface GuardCheckResponse {
   /** Keyed by {@link usageKey}: `'resource:abc@7d'`, or `'run:<id>'`. */
   usage: Record<string, GuardScopeUsage>;
   reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
+  /** Present whenever the request had an estimate, dry runs included. */
+  estimate?: GuardEstimateView;
   asOf: string;
+}
+
+/** Per-call settings the processors pass to `guard.check`; a client may ignore them. */
+export interface GuardCheckCallOptions {
+  /**
+   * What is left of the processor's own deadline for busy answers, in ms. A client that retries
+   * busy answers itself (the SDK does) stops at it, so the two retry loops do not add up.
+   */
+  busyDeadlineMs?: number;
 }
 
 /** Usage of one LLM step, as `client.events.record` takes it. */
@@ -135,7 +178,8 @@ export interface StepUsageEvent {
 /** The Tollgate client surface the processors call; `TollgateClient` from `@tollgate/sdk` is one. */
 export interface TollgateGuardClient {
   guard: {
-    check(request: GuardCheckRequest): Promise<GuardCheckResponse>;
+    /** May answer `reason: 'busy'` (see {@link GuardCheckResponse.reason}); the cost guard then retries. */
+    check(request: GuardCheckRequest, options?: GuardCheckCallOptions): Promise<GuardCheckResponse>;
     /** Frees a reservation the step did not use. Optional: without it, an unused reservation expires. */
     release?(reservationId: string): Promise<unknown>;
   };

@@ -60,6 +60,8 @@ function scopeKeysOf(context: GuardContext): string[] {
  * a step event naming a reservation settles it. Check and reserve run in one uninterrupted turn
  * (the service holds a per-scope lock), so concurrent runs cannot both take the last of a budget.
  *
+ * Under load it can answer busy as the service does ({@link InMemoryTollgate.busyChecks}).
+ *
  * What it does not have: project policies, price catalog (see {@link PriceTable}), fail-open on
  * timeouts. The end-to-end specs in `test/e2e/` run the processors against the real service.
  */
@@ -73,6 +75,14 @@ export class InMemoryTollgate implements TollgateGuardClient {
   now = Date.now();
   /** When set, the next calls reject with it (Tollgate unreachable). */
   failWith?: Error;
+  /**
+   * How many of the next checks answer `{ decision: 'deny', reason: 'busy', retryAfterMs }` (as
+   * the service does when too many checks are queued on a scope), counted down; `Infinity` for
+   * every check. A busy check is still listed in `checks`, and reserves nothing.
+   */
+  busyChecks = 0;
+  /** `retryAfterMs` of the busy answers. */
+  busyRetryAfterMs = 250;
   /** Reservation lifetime (the service's GUARD_RESERVATION_TTL_MS default). */
   reservationTtlMs = 5 * 60_000;
 
@@ -119,6 +129,10 @@ export class InMemoryTollgate implements TollgateGuardClient {
     this.checks.push(structuredClone(request));
     await new Promise((resolve) => setImmediate(resolve)); // a network hop: lets concurrent callers interleave
     if (this.failWith) throw this.failWith;
+    if (this.busyChecks > 0) {
+      this.busyChecks--;
+      return { decision: 'deny', reason: 'busy', retryAfterMs: this.busyRetryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: new Date(this.now).toISOString() };
+    }
     if (request.reserve && (!request.estimate || !request.stepId)) throw new Error(`400 ${request.estimate ? 'stepId' : 'estimate'} is required when reserve is true`);
     // Everything below runs in one turn: evaluation and reservation are atomic.
     const reserving = request.reserve === true && request.dryRun !== true;
@@ -238,6 +252,8 @@ export class InMemoryTollgate implements TollgateGuardClient {
       reservedInputTokens,
       reservedOutputTokens,
       unpricedEvents,
+      costByUnit: costMicros > 0 ? { USD: costMicros / 1e6 } : {},
+      reservedCostByUnit: reservedMicros > 0 ? { USD: reservedMicros / 1e6 } : {},
     };
   }
 }
