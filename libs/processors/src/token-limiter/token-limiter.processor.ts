@@ -373,7 +373,8 @@ export class TokenLimiterProcessor {
     }
     // The SDK answers for an unreachable service itself, applying failMode (`reason` says so).
     if (response.decision === 'deny' && response.violations.length === 0) {
-      return args.abort(`TokenLimiterProcessor: Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`, {
+      const why = response.reason === 'busy' ? 'Tollgate guard busy; retry the step later' : `Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`;
+      return args.abort(`TokenLimiterProcessor: ${why}`, {
         retry: false,
         metadata: { systemTokens: 0, limit: this.maxTokens },
       });

@@ -154,7 +154,9 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     if (decision.decision === 'deny') {
       const first = decision.violations[0];
       const why = first ? `${first.scopeKey} ${first.limitType} ${first.usage}/${first.limit} ${first.unit}` : (decision.reason ?? 'denied');
-      args.abort(`Tollgate guard denied the step: ${why}`, { retry: false, metadata: { processorId: 'tollgate-step', decision } });
+      // Busy is load: the SDK already retried it until its deadline; no budget was checked.
+      const message = decision.reason === 'busy' ? 'Tollgate guard was busy (retried until its deadline); the step was not run' : `Tollgate guard denied the step: ${why}`;
+      args.abort(message, { retry: false, metadata: { processorId: 'tollgate-step', decision } });
     }
     state.reservationId = decision.reservation?.id;
   }
