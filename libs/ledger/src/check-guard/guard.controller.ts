@@ -6,6 +6,7 @@ import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPip
 import { z } from 'zod';
 import { policyView } from '../policies/policies.controller';
 import { ReservationsService } from '../reservations/reservations.service';
+import { readExceededReservations } from '../reservations/exceeded.sql';
 import { CheckGuard } from './check-guard.command';
 
 const decisionsQuery = z.strictObject({
@@ -82,6 +83,13 @@ export class GuardController {
       warnings: answers.flatMap((a) => a.warnings),
       asOf: answers[0].asOf,
     };
+  }
+
+  @Get('exceeded')
+  @RequireScope('read')
+  @Documented({ summary: 'Settlements whose actual usage passed their reservation (ReservationExceeded), newest first', tag: 'guard', auth: 'read', query: decisionsQuery })
+  async exceeded(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>) {
+    return { exceeded: await readExceededReservations(this.prisma.sql, principal.projectId, q.scopeKey, q.limit) };
   }
 
   @Get('decisions')
