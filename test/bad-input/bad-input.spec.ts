@@ -13,6 +13,8 @@ async function snapshot(svc: RunningService): Promise<Record<string, number>> {
   const parts = TABLES.map((t) => `(SELECT count(*) FROM ${t})::int AS "${t}"`);
   parts.push(`(SELECT count(*) FROM reservations WHERE status = 'open')::int AS "open reservations"`);
   parts.push(`(SELECT coalesce(max(position), 0) FROM events)::text AS "last event position"`);
+  // A refused settings change changes nothing either.
+  parts.push(`(SELECT md5(string_agg(concat_ws('|', id, unpriced_policy, unpriced_fallback::text, cost_unit, exchange_rates::text), ',' ORDER BY id)) FROM projects) AS "project settings"`);
   const [row] = await svc.prisma.$queryRawUnsafe<Record<string, number>[]>(`SELECT ${parts.join(', ')}`);
   return row;
 }
@@ -72,7 +74,7 @@ function specs(project: TestProject, reservationId: string): EndpointSpec[] {
       idParams: [],
       body: {
         context: { traceId: 'trace-1', runId: 'run-1', threadId: 'thread-1', resourceId: 'resource-1', userId: 'user-1', organizationId: 'org-1', sessionId: 'session-1', entityType: 'agent', entityName: 'support-agent' },
-        limits: [{ scope: 'resource', window: '24h', maxCost: 5, maxTotalTokens: 100000, maxInputTokens: 90000, maxOutputTokens: 10000, warnAtPercent: 80 }],
+        limits: [{ scope: 'resource', window: '24h', maxCost: 5, costUnit: 'USD', maxTotalTokens: 100000, maxInputTokens: 90000, maxOutputTokens: 10000, warnAtPercent: 80 }],
         estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 500 },
         reserve: true,
         stepId: 'step-1',
@@ -119,6 +121,18 @@ function specs(project: TestProject, reservationId: string): EndpointSpec[] {
       reals: [],
       timestamps: [],
       freeText: [['name']],
+    },
+    {
+      name: 'PATCH /v1/admin/projects/:id',
+      method: 'PATCH',
+      url: (p) => `/v1/admin/projects/${p.projectId}`,
+      params: { projectId: project.id },
+      idParams: ['projectId'],
+      body: { unpricedPolicy: 'fallback', unpricedFallback: { inputPerMillion: 3, outputPerMillion: 15, currency: 'USD' }, costUnit: 'USD', exchangeRates: { EUR: 1.1, JPY: 0.0067 } },
+      required: [],
+      reals: [['unpricedFallback', 'inputPerMillion'], ['unpricedFallback', 'outputPerMillion'], ['exchangeRates', 'EUR'], ['exchangeRates', 'JPY']],
+      timestamps: [],
+      freeText: [],
     },
     {
       name: 'POST /v1/admin/projects/:id/keys',
@@ -189,7 +203,7 @@ describe('bad input: every malformed request is refused with its field, nothing 
       while (next < cases.length) {
         const i = next++;
         const c = cases[i];
-        const token = c.endpoint.startsWith('POST /v1/admin') ? TEST_ADMIN_TOKEN : project.key;
+        const token = / \/v1\/admin/.test(c.endpoint) ? TEST_ADMIN_TOKEN : project.key;
         const res = await send(svc.url, c, token);
         let outcome: Outcome;
         let field: string | undefined;
@@ -239,7 +253,7 @@ describe('bad input: every malformed request is refused with its field, nothing 
       const total = [...byCategory.values()].reduce((n, c) => n + c['4xx'] + c['200 all rejected'] + c['5xx'] + c.accepted, 0);
       expect(total).toBeGreaterThanOrEqual(1000);
     }
-    expect(tally.size).toBe(7);
+    expect(tally.size).toBe(8);
     expect(problems).toEqual([]);
     expect(after).toEqual(before);
     expect(ready.status).toBe(200);
