@@ -1,7 +1,14 @@
 /**
- * bench:guard — latency and throughput of POST /v1/guard/check on one scope holding 1,000,000
- * events over 365 days (365d window), against the same answer summed from raw events; then the
- * 64-agent overshoot race three ways: with reservations, without, and a lagging reader.
+ * bench:guard — first the headline, reserving checks (`reserve: true`, a unique stepId each):
+ * latency of one agent, throughput of 64 agents on 64 budgets and on one budget (the latter also
+ * against a second service started with GUARD_GROUP_COMMIT=off), and 1,000 checks at once on a
+ * budget that fits exactly 14 steps. Then latency and throughput of non-reserving
+ * POST /v1/guard/check on one scope holding 1,000,000 events over 365 days (365d window), against
+ * the same answer summed from raw events; then the 64-agent overshoot race three ways: with
+ * reservations, without, and a lagging reader.
+ *
+ * Every line is measured in each of the rounds, the lines of a round one after the other, so a
+ * line and its baseline see the machine in the same state; the summaries are medians of the rounds.
  *
  * The checks go over keep-alive HTTP/1.1 through undici's Pool: the client shares the machine's
  * cores with the service and PostgreSQL, and global fetch() costs it several times the CPU per
@@ -29,12 +36,29 @@ function cpuMs(pid: number): number {
   }
 }
 
-/** CPU time (ms) of each PostgreSQL process on this machine (the bench is alone on it), by pid. */
+const BENCH_DATABASE = new URL(DB).pathname.slice(1);
+
+/**
+ * The database a PostgreSQL backend serves, from its process title ("postgres: 15/main: user db
+ * 127.0.0.1(port) idle"); null for the server's own processes (checkpointer, WAL writer, …).
+ */
+function backendDatabase(pid: string): string | null {
+  const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  const rest = title.replace(/^postgres: /, '').replace(/^[^ ]*: /, '');
+  return /^\S+ (\S+) (?:\S+\(\d+\)|\[local\])(?: |$)/.exec(rest)?.[1] ?? null;
+}
+
+/**
+ * CPU time (ms) of each PostgreSQL process on this machine, by pid: the server's own and the
+ * bench database's backends, not other databases' (tests may run beside the bench on this server).
+ */
 function postgresCpuMs(): Map<number, number> {
   const byPid = new Map<number, number>();
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) byPid.set(Number(pid), cpuMs(Number(pid)));
+      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
+      const database = backendDatabase(pid);
+      if (database === null || database === BENCH_DATABASE) byPid.set(Number(pid), cpuMs(Number(pid)));
     } catch {
       /* exited */
     }
@@ -42,10 +66,14 @@ function postgresCpuMs(): Map<number, number> {
   return byPid;
 }
 
-/** CPU PostgreSQL used between two samples, over the processes alive at both (an exiting autovacuum worker takes its time with it). */
+/**
+ * CPU PostgreSQL used between two samples, over the processes alive at the second: a backend
+ * started in between (a pool reopening connections it closed while idle) counts whole, one that
+ * exited in between (an autovacuum worker) takes its time with it.
+ */
 function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
   let total = 0;
-  for (const [pid, ms] of after) if (before.has(pid)) total += ms - before.get(pid)!;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -79,15 +107,16 @@ async function generate(pool: Pool, projectId: string, resourceId: string) {
   execSync('sync');
 }
 
-async function measure(concurrency: number, fn: () => Promise<void>, forSeconds = SECONDS): Promise<{ p50: number; p99: number; rate: number; n: number }> {
+/** `concurrency` workers call `fn(worker)` back to back for `forSeconds`. */
+async function measure(concurrency: number, fn: (worker: number) => Promise<void>, forSeconds = SECONDS): Promise<{ p50: number; p99: number; rate: number; n: number }> {
   const latencies: number[] = [];
   const end = Date.now() + forSeconds * 1000;
   const started = process.hrtime.bigint();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    Array.from({ length: concurrency }, async (_, worker) => {
       while (Date.now() < end) {
         const t = process.hrtime.bigint();
-        await fn();
+        await fn(worker);
         latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
       }
     }),
@@ -132,11 +161,196 @@ async function race(url: string, key: string, pool: Pool, projectId: string, mod
   return Number(rows[0].c) / 1_000_000;
 }
 
+/** A running service as the bench drives it: its process (for its CPU) and a keep-alive pool to it. */
+interface Target {
+  url: string;
+  pid: number;
+  http: HttpPool;
+}
+
+/** The fields of a check's answer the bench looks at. */
+interface Answer {
+  decision?: 'allow' | 'deny';
+  reason?: string;
+  retryAfterMs?: number;
+  reservation?: { id: string; estimatedCost: number };
+}
+
+/** Answers of a line that decided nothing: busy ones (retried) and fail-mode ones ('guard unavailable …'). */
+interface Undecided {
+  busy: number;
+  unavailable: number;
+}
+
+/** What one round of one line measured; CPU is per check, in µs. */
+interface RoundResult {
+  p50: number;
+  p99: number;
+  rate: number;
+  readsPerCheck: number;
+  /** Transactions that wrote the line's reservations, per reservation (1 when each check commits alone); null for the others. */
+  xactsPerCheck: number | null;
+  serviceUs: number;
+  postgresUs: number;
+  clientUs: number;
+  busy: number;
+  unavailable: number;
+  /** Open reservations of a reserving line when its round ended (none settles during a line; all hold budget). */
+  openAtEnd: number | null;
+}
+
+interface Line {
+  name: string;
+  target: Target;
+  concurrency: number;
+  reserving: boolean;
+  /** The check one worker makes in a round; the reserving lines take fresh budgets each round. */
+  check: (round: number, undecided: Undecided) => (worker: number) => Promise<void>;
+  /** Its service sits idle between its rounds, long enough for its pool to close its connections (30 s): warm it again first. */
+  idleBetweenRounds?: boolean;
+}
+
+// 1,000 input + 200 output tokens of gpt-4o ($2.50 and $10 per million): $0.0045 a step.
+const ESTIMATE = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 };
+const STEP_USAGE = { inputTokens: 1000, outputTokens: 200 };
+// $1,000,000 at $0.0045 a step: no line comes near it, so every reserving check is allowed and reserves.
+const NEVER_DENY = [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }];
+// The SDK's default: past it, the last busy answer is the answer.
+const BUSY_DEADLINE_MS = 10_000;
+
+let steps = 0;
+
+/** One reserving check as the SDK makes it: a busy answer is sent again after retryAfterMs plus jitter, the same stepId. */
+async function reserveCheck(t: Target, headers: Record<string, string>, context: Record<string, string>, undecided: Undecided): Promise<void> {
+  const body = JSON.stringify({ context, limits: NEVER_DENY, estimate: ESTIMATE, reserve: true, stepId: `step-${++steps}` });
+  const first = Date.now();
+  for (;;) {
+    const res = await t.http.request({ path: '/v1/guard/check', method: 'POST', headers, body });
+    const answer = (await res.body.json()) as Answer;
+    if (answer.reason === 'busy') {
+      undecided.busy++;
+      const base = answer.retryAfterMs !== undefined && answer.retryAfterMs > 0 ? Math.min(answer.retryAfterMs, 1000) : 100;
+      const delay = base + Math.random() * base;
+      if (Date.now() + delay - first > BUSY_DEADLINE_MS) return;
+      await sleep(delay);
+      continue;
+    }
+    if (answer.reason?.startsWith('guard unavailable')) {
+      undecided.unavailable++;
+      return;
+    }
+    if (res.statusCode !== 200 || answer.decision !== 'allow' || !answer.reservation) throw new Error(`a reserving check under a budget no line reaches answered ${res.statusCode} ${JSON.stringify(answer)}`);
+    return;
+  }
+}
+
+async function readsOf(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Number(/^tollgate_guard_usage_reads_total (\d+)/m.exec(text)?.[1] ?? NaN);
+}
+
+async function sample(t: Target) {
+  return { reads: await readsOf(t.url), service: cpuMs(t.pid), postgres: postgresCpuMs(), client: process.cpuUsage() };
+}
+
+/**
+ * Bench housekeeping between lines, outside any measurement: deletes the reserving project's
+ * reservations, so that every line and round starts from the same table (a read's plan may walk
+ * every open reservation, or every reservation of the project, whatever its budget), and vacuums
+ * what the checks churned, since autovacuum is off on this machine. Answers how many there were,
+ * how many were still open, and how many transactions wrote them (their distinct xmin: per
+ * database, unlike the server-wide transaction counter, which tests beside the bench advance).
+ */
+async function clearReservations(pool: Pool, projectId: string): Promise<{ reservations: number; open: number; xacts: number }> {
+  const { rows } = await pool.query<{ n: string; open: string; xacts: string }>(
+    `WITH gone AS (DELETE FROM reservations WHERE project_id = $1 RETURNING status, xmin)
+     SELECT count(*) AS n, count(*) FILTER (WHERE status = 'open') AS open, count(DISTINCT xmin::text) AS xacts FROM gone`,
+    [projectId],
+  );
+  await pool.query('VACUUM (ANALYZE) reservations, usage_counters');
+  await pool.query('VACUUM events, event_ids');
+  return { reservations: Number(rows[0].n), open: Number(rows[0].open), xacts: Number(rows[0].xacts) };
+}
+
+const HERD = 1000;
+// 14 steps reserve 14 × $0.0045 = $0.0630 < $0.0631; a 15th would bring it to $0.0675 ≥ $0.0631, and a
+// limit is reached when usage + estimate ≥ it: exactly 14 fit.
+const HERD_MAX_COST = 0.0631;
+
+/**
+ * 1,000 reserving checks at once on one budget that fits exactly 14 steps (each caller its own
+ * trace, as agents are), in a project of its own; then each allowed step settles with its step
+ * event. Checks the count, the fail-mode and busy answers, reservations no caller received, and
+ * the spend against the budget.
+ */
+async function herd(t: Target, pool: Pool, label: string, resourceId: string): Promise<void> {
+  const project = await createBenchProject(t.url);
+  const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
+  const limits = [{ scope: 'resource', window: '24h', maxCost: HERD_MAX_COST }];
+  const http = new HttpPool(t.url, { connections: HERD, headersTimeout: 60_000, bodyTimeout: 60_000 });
+  try {
+    // Every connection open first, so that the checks arrive together, not paced by TCP handshakes.
+    await Promise.all(Array.from({ length: HERD }, async () => (await http.request({ path: '/health', method: 'GET' })).body.dump()));
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: HERD }, async (_, n) => {
+        const stepId = `${resourceId}-step-${n}`;
+        const context = { resourceId, traceId: `${resourceId}-agent-${n}` };
+        const res = await http.request({ path: '/v1/guard/check', method: 'POST', headers, body: JSON.stringify({ context, limits, estimate: ESTIMATE, reserve: true, stepId }) });
+        return { stepId, context, status: res.statusCode, answer: (await res.body.json()) as Answer };
+      }),
+    );
+    const ms = Date.now() - started;
+    const ok = answers.filter((a) => a.status === 200);
+    const allowed = ok.filter((a) => a.answer.decision === 'allow' && a.answer.reason === undefined);
+    const denied = ok.filter((a) => a.answer.decision === 'deny' && a.answer.reason === undefined).length;
+    const unavailable = ok.filter((a) => a.answer.reason?.startsWith('guard unavailable')).length;
+    const busy = ok.filter((a) => a.answer.reason === 'busy').length;
+    const other = HERD - allowed.length - denied - unavailable - busy;
+    const received = new Set(answers.flatMap((a) => (a.answer.reservation ? [a.answer.reservation.id] : [])));
+    const { rows: open } = await pool.query<{ id: string }>(`SELECT id FROM reservations WHERE project_id = $1 AND status = 'open'`, [project.id]);
+    const orphans = open.filter((r) => !received.has(r.id)).length;
+    const estimated = allowed[0]?.answer.reservation?.estimatedCost;
+    const perStep = typeof estimated === 'number' && estimated > 0 ? estimated : undefined;
+    const fit = perStep ? Math.ceil(HERD_MAX_COST / perStep - 1e-9) - 1 : NaN;
+
+    const settled = await Promise.all(
+      allowed.map(async (a) => {
+        const event = { eventId: `${a.stepId}-usage`, occurredAt: new Date().toISOString(), ...a.context, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: STEP_USAGE, reservationId: a.answer.reservation?.id };
+        const res = await http.request({ path: '/v1/events', method: 'POST', headers, body: JSON.stringify({ events: [event] }) });
+        return ((await res.body.json()) as { accepted?: number }).accepted === 1;
+      }),
+    );
+    const { rows: spent } = await pool.query<{ c: string }>(`SELECT coalesce(sum(cost_micros), 0)::bigint AS c FROM events WHERE project_id = $1 AND resource_id = $2 AND type = 'StepUsageRecorded'`, [project.id, resourceId]);
+    const { rows: left } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM reservations WHERE project_id = $1 AND status = 'open'`, [project.id]);
+    const spend = Number(spent[0].c) / 1e6;
+    const pad = ' '.repeat(label.length + 2);
+    console.log(
+      `${label}: ${HERD} answers in ${ms} ms: allowed ${allowed.length} (must be 14${perStep ? `; ${fit} fit at the $${perStep.toFixed(6)} reserved per step` : ''}), denied ${denied}, busy ${busy}, guard unavailable ${unavailable} (must be 0)${other ? `, other ${other}` : ''}; open reservations no caller received ${orphans} (must be 0)`,
+    );
+    console.log(`${pad}settled ${settled.filter(Boolean).length} of ${allowed.length} steps: spend $${spend.toFixed(6)} of $${HERD_MAX_COST} = ${(spend / HERD_MAX_COST).toFixed(3)}× (must be ≤ 1.00×); reservations still open ${left[0].n}`);
+  } finally {
+    await http.close();
+  }
+}
+
+const ms2 = (x: number) => x.toFixed(2);
+const medianOf = (rs: RoundResult[], f: (r: RoundResult) => number) => median(rs.map(f));
+
 async function main() {
   await resetDatabase(DB);
   // The per-key rate limiter still runs (its Redis leases are part of the cost), above the load.
-  const svc = await startServiceProcess('api', { DATABASE_URL: DB, DATABASE_POOL_SIZE: '24', GUARD_TIMEOUT_MS: '20000', RATE_LIMIT_PER_KEY_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+  const env = { DATABASE_URL: DB, DATABASE_POOL_SIZE: '24', GUARD_TIMEOUT_MS: '20000', RATE_LIMIT_PER_KEY_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' };
+  const svc = await startServiceProcess('api', env);
+  // The same service with each reserving check its own transaction, for the one-budget line's
+  // comparison. Started after the first has migrated the database; idle but for its own lines.
+  const svcOff = await startServiceProcess('api', { ...env, GUARD_GROUP_COMMIT: 'off' }).catch(async (err: unknown) => {
+    await svc.stop();
+    throw err;
+  });
   const pool = new Pool({ connectionString: DB, max: 16 });
+  const on: Target = { url: svc.url, pid: svc.child.pid!, http: new HttpPool(svc.url, { connections: 128 }) };
+  const off: Target = { url: svcOff.url, pid: svcOff.child.pid!, http: new HttpPool(svcOff.url, { connections: 128 }) };
   try {
     const project = await createBenchProject(svc.url);
     const resourceId = 'resource-with-a-year';
@@ -146,7 +360,7 @@ async function main() {
 
     const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ context: { resourceId }, limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }] });
-    const http = new HttpPool(svc.url, { connections: 128 });
+    const http = on.http;
     let last: any;
     const check = async () => {
       const res = await http.request({ path: '/v1/guard/check', method: 'POST', headers, body });
@@ -164,38 +378,6 @@ async function main() {
         [project.id, resourceId],
       );
     };
-    const readsSoFar = async () => {
-      const text = await (await fetch(`${svc.url}/metrics`)).text();
-      return Number(/^tollgate_guard_usage_reads_total (\d+)/m.exec(text)?.[1] ?? NaN);
-    };
-    // Same answer both ways (sanity): the guard's usage equals the raw sum.
-    await check();
-    const { rows } = await pool.query(`SELECT sum(input_tokens)::bigint AS i FROM events WHERE project_id = $1 AND resource_id = $2 AND occurred_at >= now() - interval '365 days'`, [project.id, resourceId]);
-    const guardInput = last.usage[`resource:${resourceId}@365d`].inputTokens;
-    console.log(`sanity: guard input tokens ${guardInput}, raw sum ${rows[0].i} → ${Number(rows[0].i) === guardInput ? 'equal' : 'DIFFERENT'}`);
-
-    // A running service is warm: 3 s of checks before anything is measured.
-    await measure(16, check, 3);
-
-    console.log(`\nguard checks, ${ROUNDS} rounds of ${SECONDS} s per concurrency (CPU per check: service process, PostgreSQL, this client)`);
-    console.log('concurrency | round | p50 ms | p99 ms | checks/s | reads/check | service µs | postgres µs | client µs');
-    const results = new Map<number, { p50: number; p99: number; rate: number }[]>();
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of [1, 16, 64]) {
-        const [s0, g0, c0, r0] = [cpuMs(svc.child.pid!), postgresCpuMs(), process.cpuUsage(), await readsSoFar()];
-        const g = await measure(c, check);
-        const [s1, g1, c1, r1] = [cpuMs(svc.child.pid!), postgresCpuMs(), process.cpuUsage(c0), await readsSoFar()];
-        results.set(c, [...(results.get(c) ?? []), g]);
-        const per = (ms: number) => ((ms * 1000) / g.n).toFixed(0);
-        console.log(
-          `${String(c).padStart(11)} | ${String(round).padStart(5)} | ${g.p50.toFixed(2).padStart(6)} | ${g.p99.toFixed(2).padStart(6)} | ${g.rate.toFixed(0).padStart(8)} | ${((r1 - r0) / g.n).toFixed(2).padStart(11)} | ${per(s1 - s0).padStart(10)} | ${per(postgresCpuBetween(g0, g1)).padStart(11)} | ${per((c1.user + c1.system) / 1000).padStart(9)}`,
-        );
-      }
-    }
-    const c0 = process.cpuUsage();
-    const f = await measure(64, fetchCheck);
-    const fc = process.cpuUsage(c0);
-    console.log(`(the same at 64 through global fetch(): ${f.rate.toFixed(0)} checks/s, p99 ${f.p99.toFixed(2)} ms, client ${(((fc.user + fc.system) / 1000) * 1000 / f.n).toFixed(0)} µs CPU per check)`);
     // Checks of one budget share reads; checks of 64 different budgets cannot: one statement each.
     let agent = 0;
     const ownScope = async () => {
@@ -203,22 +385,106 @@ async function main() {
       const res = await http.request({ path: '/v1/guard/check', method: 'POST', headers, body: JSON.stringify({ context: { resourceId: mine }, limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }] }) });
       if (((await res.body.json()) as { decision: string }).decision !== 'allow') throw new Error('not allowed');
     };
-    await measure(64, ownScope, 3); // warm: the pool opens its other connections, each prepares the read
-    const [o0, q0] = [cpuMs(svc.child.pid!), await readsSoFar()];
-    const o = await measure(64, ownScope);
-    const [o1, q1] = [cpuMs(svc.child.pid!), await readsSoFar()];
-    console.log(`(64 agents on 64 different resources, nothing to share: ${o.rate.toFixed(0)} checks/s, p50 ${o.p50.toFixed(2)} ms, p99 ${o.p99.toFixed(2)} ms, ${((q1 - q0) / o.n).toFixed(2)} reads/check, service ${(((o1 - o0) * 1000) / o.n).toFixed(0)} µs per check)`);
+    // Same answer both ways (sanity): the guard's usage equals the raw sum.
+    await check();
+    const { rows } = await pool.query(`SELECT sum(input_tokens)::bigint AS i FROM events WHERE project_id = $1 AND resource_id = $2 AND occurred_at >= now() - interval '365 days'`, [project.id, resourceId]);
+    const guardInput = last.usage[`resource:${resourceId}@365d`].inputTokens;
+    console.log(`sanity: guard input tokens ${guardInput}, raw sum ${rows[0].i} → ${Number(rows[0].i) === guardInput ? 'equal' : 'DIFFERENT'}`);
 
-    console.log('\nmedians over the rounds, against the raw-sum baseline measured now:');
+    // The reserving lines write to a project of their own, whose reservations the bench clears between lines.
+    const rsv = await createBenchProject(svc.url);
+    const rsvHeaders = { authorization: `Bearer ${rsv.key}`, 'content-type': 'application/json' };
+    const reserving = (name: string, target: Target, concurrency: number, context: (round: number, worker: number) => Record<string, string>): Line => ({
+      name,
+      target,
+      concurrency,
+      reserving: true,
+      check: (round, undecided) => (worker) => reserveCheck(target, rsvHeaders, context(round, worker), undecided),
+    });
+    const solo = reserving('reserve     1 agent, own budget', on, 1, (r) => ({ resourceId: `r${r}-solo`, traceId: `r${r}-solo` }));
+    const spread = reserving('reserve    64 agents, 64 budgets', on, 64, (r, w) => ({ resourceId: `r${r}-own-${w}`, traceId: `r${r}-own-${w}` }));
+    const shared = reserving('reserve    64 agents, 1 budget', on, 64, (r, w) => ({ resourceId: `r${r}-shared-on`, traceId: `r${r}-shared-on-${w}` }));
+    const sharedOff: Line = { ...reserving('reserve    64 agents, 1 budget, off', off, 64, (r, w) => ({ resourceId: `r${r}-shared-off`, traceId: `r${r}-shared-off-${w}` })), idleBetweenRounds: true };
+    const year = new Map([1, 16, 64].map((c): [number, Line] => [c, { name: `no-reserve ${String(c).padStart(2)} agent${c === 1 ? '' : 's'}, year scope`, target: on, concurrency: c, reserving: false, check: () => check }]));
+    const spreadBase: Line = { name: 'no-reserve 64 agents, 64 budgets', target: on, concurrency: 64, reserving: false, check: () => ownScope };
+    const lines = [solo, spread, shared, sharedOff, ...year.values(), spreadBase];
+
+    // A running service is warm: 3 s of checks before anything is measured; 2 s of each
+    // many-agent line, as the pools open and prepare their other connections (round 0's budgets).
+    await measure(16, check, 3);
+    await measure(64, ownScope, 2);
+    for (const line of lines.filter((l) => l.reserving && l.concurrency > 1)) await measure(line.concurrency, line.check(0, { busy: 0, unavailable: 0 }), 2);
+    await clearReservations(pool, rsv.id);
+
+    const width = Math.max(...lines.map((l) => l.name.length));
+    console.log(`\nguard checks, ${ROUNDS} rounds of ${SECONDS} s per line, the reserving lines first (CPU per check: service process, PostgreSQL, this client)`);
+    console.log('  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round');
+    console.log('  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; xacts/check: transactions that wrote the reservations, per reservation');
+    console.log(`${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | service µs | postgres µs | client µs | busy | open at end`);
+    const results = new Map<string, RoundResult[]>();
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const line of lines) {
+        if (line.idleBetweenRounds) {
+          await measure(line.concurrency, line.check(-round, { busy: 0, unavailable: 0 }), 1);
+          await clearReservations(pool, rsv.id);
+        }
+        const undecided: Undecided = { busy: 0, unavailable: 0 };
+        const fn = line.check(round, undecided);
+        const a = await sample(line.target);
+        const g = await measure(line.concurrency, fn);
+        const b = await sample(line.target);
+        const written = line.reserving ? await clearReservations(pool, rsv.id) : null;
+        const per = (ms: number) => (ms * 1000) / g.n;
+        const r: RoundResult = {
+          ...g,
+          readsPerCheck: (b.reads - a.reads) / g.n,
+          xactsPerCheck: written && written.xacts / written.reservations,
+          serviceUs: per(b.service - a.service),
+          postgresUs: per(postgresCpuBetween(a.postgres, b.postgres)),
+          clientUs: per((b.client.user - a.client.user + b.client.system - a.client.system) / 1000),
+          ...undecided,
+          openAtEnd: written && written.open,
+        };
+        results.set(line.name, [...(results.get(line.name) ?? []), r]);
+        console.log(
+          `${line.name.padEnd(width)} | ${String(round).padStart(5)} | ${ms2(r.p50).padStart(6)} | ${ms2(r.p99).padStart(6)} | ${r.rate.toFixed(0).padStart(8)} | ${r.readsPerCheck.toFixed(2).padStart(11)} | ${(r.xactsPerCheck?.toFixed(2) ?? '-').padStart(11)} | ${r.serviceUs.toFixed(0).padStart(10)} | ${r.postgresUs.toFixed(0).padStart(11)} | ${r.clientUs.toFixed(0).padStart(9)} | ${String(r.busy).padStart(4)} | ${r.openAtEnd ?? '-'}${r.unavailable ? ` (guard unavailable: ${r.unavailable})` : ''}`,
+        );
+      }
+    }
+    const med = (line: Line) => {
+      const rs = results.get(line.name)!;
+      const m = (f: (r: RoundResult) => number) => medianOf(rs, f);
+      return { p50: m((r) => r.p50), p99: m((r) => r.p99), rate: m((r) => r.rate), reads: m((r) => r.readsPerCheck), xacts: m((r) => r.xactsPerCheck ?? NaN), service: m((r) => r.serviceUs), postgres: m((r) => r.postgresUs), cpu: m((r) => r.serviceUs + r.postgresUs) };
+    };
+    const [s1, s64, s1b, s1bOff, b1, b64] = [solo, spread, shared, sharedOff, year.get(1)!, spreadBase].map(med);
+    console.log(`\nheadline: reserving checks, medians of ${ROUNDS} rounds, each against a baseline measured in the same rounds`);
+    console.log(`reserve, 1 agent (own budget):    p50 ${ms2(s1.p50)} ms, p99 ${ms2(s1.p99)} ms`);
+    console.log(`  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`);
+    console.log(`reserve, 64 agents on 64 budgets: ${s64.rate.toFixed(0)} checks/s, p99 ${ms2(s64.p99)} ms, CPU ${s64.cpu.toFixed(0)} µs per check (service ${s64.service.toFixed(0)} + PostgreSQL ${s64.postgres.toFixed(0)})`);
+    console.log(`  against no-reserve, 64 agents on 64 budgets: ${b64.rate.toFixed(0)} checks/s, p99 ${ms2(b64.p99)} ms, CPU ${b64.cpu.toFixed(0)} µs → checks/s ×${(s64.rate / b64.rate).toFixed(2)}, CPU ×${(s64.cpu / b64.cpu).toFixed(2)}`);
+    console.log(`reserve, 64 agents on 1 budget:   ${s1b.rate.toFixed(0)} checks/s, p99 ${ms2(s1b.p99)} ms, CPU ${s1b.cpu.toFixed(0)} µs per check, ${s1b.reads.toFixed(2)} reads and ${s1b.xacts.toFixed(2)} transactions per check → ×${(s1b.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`);
+    console.log(`  GUARD_GROUP_COMMIT=off:         ${s1bOff.rate.toFixed(0)} checks/s, p99 ${ms2(s1bOff.p99)} ms, CPU ${s1bOff.cpu.toFixed(0)} µs per check, ${s1bOff.reads.toFixed(2)} reads and ${s1bOff.xacts.toFixed(2)} transactions per check → ×${(s1bOff.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`);
+    console.log(`  group commit on ÷ off: checks/s ×${(s1b.rate / s1bOff.rate).toFixed(2)}, p99 ×${(s1b.p99 / s1bOff.p99).toFixed(2)}`);
+    console.log('targets: 1 agent p50 ≤ 2 ms; 64 budgets ≥ 1,500 checks/s, p99 ≤ 50 ms, ≤ 600 µs CPU (service + PostgreSQL) per check; 1 budget ≥ 0.8× the 64-budgets checks/s, p99 ≤ 60 ms');
+
+    console.log(`\n${HERD} reserving checks at once on one budget that fits exactly 14 steps ($${HERD_MAX_COST} in 24h; gpt-4o 1,000 in + 200 out = $0.0045 a step); then each allowed step settles`);
+    await herd(on, pool, 'group commit on ', 'herd-on');
+    await herd(off, pool, 'group commit off', 'herd-off');
+
+    const c0 = process.cpuUsage();
+    const f = await measure(64, fetchCheck);
+    const fc = process.cpuUsage(c0);
+    console.log(`\n(non-reserving at 64 through global fetch(): ${f.rate.toFixed(0)} checks/s, p99 ${f.p99.toFixed(2)} ms, client ${(((fc.user + fc.system) / 1000) * 1000 / f.n).toFixed(0)} µs CPU per check)`);
+    console.log(`(64 agents on 64 different resources, nothing to share: ${b64.rate.toFixed(0)} checks/s, p50 ${b64.p50.toFixed(2)} ms, p99 ${b64.p99.toFixed(2)} ms, ${b64.reads.toFixed(2)} reads/check, service ${b64.service.toFixed(0)} µs per check)`);
+
+    console.log('\nnon-reserving checks, medians over the rounds, against the raw-sum baseline measured now:');
     console.log('concurrency | guard p50 ms | guard p99 ms | checks/s | raw-sum p50 ms | raw-sum p99 ms | raw sums/s | p50 ratio raw/guard');
     for (const c of [1, 16, 64]) {
-      const rs = results.get(c)!;
-      const g = { p50: median(rs.map((x) => x.p50)), p99: median(rs.map((x) => x.p99)), rate: median(rs.map((x) => x.rate)) };
+      const g = med(year.get(c)!);
       const r = await measure(c, rawSum, 8);
       console.log(`${String(c).padStart(11)} | ${g.p50.toFixed(2).padStart(12)} | ${g.p99.toFixed(2).padStart(12)} | ${g.rate.toFixed(0).padStart(8)} | ${r.p50.toFixed(2).padStart(14)} | ${r.p99.toFixed(2).padStart(14)} | ${r.rate.toFixed(1).padStart(10)} | ${(r.p50 / g.p50).toFixed(1).padStart(6)}x`);
     }
     console.log('targets: p50 ≤ 3 ms at concurrency 1; ≥ 2000 checks/s at 64 with p99 ≤ 25 ms');
-    await http.close();
 
     console.log('\novershoot: 64 agents, $1.00 budget, $0.03 steps (33 fit), 50 ms of LLM time per step');
     t = Date.now();
@@ -228,8 +494,11 @@ async function main() {
     }
     console.log('target: ≤ 1.00 with reservations');
   } finally {
+    await on.http.close();
+    await off.http.close();
     await pool.end();
     await svc.stop();
+    await svcOff.stop();
   }
 }
 
