@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +87,24 @@ async function shownRange() {
 }
 
 const text = (testId: string) => page.getByTestId(testId).innerText();
+
+/** Signs the tab in with `key`, signing out first when it is signed in already. */
+async function signIn(key: string) {
+  await page.goto(`${service.url}/dashboard`);
+  await page.waitForFunction("['sign-in', 'ready'].includes(document.getElementById('view').dataset.state)");
+  if ((await page.locator('#view').getAttribute('data-state')) === 'ready') {
+    await page.click('#sign-out');
+    await page.waitForSelector('#view[data-state=sign-in]');
+  }
+  await page.fill('#key', key);
+  await page.click('#sign-in-form button[type=submit]');
+  await ready();
+}
+
+async function openScope(scope: string, id: string) {
+  await page.goto(`${service.url}/dashboard#/scope/${scope}/${encodeURIComponent(id)}?w=24h`);
+  await ready();
+}
 
 /** The overview's figures against the routes, for the range the page asked for. */
 async function expectOverviewMatchesRoutes() {
@@ -333,4 +352,81 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   await page.waitForFunction("location.hash.startsWith('#/budgets')");
   await ready();
   expect(await page.getByTestId('no-policies').isVisible()).toBe(true);
+});
+
+test('a step that used more than it reserved is listed on its scope page with the exact numbers; a scope without any says so', async () => {
+  // A tokenizer that counts three times the estimate: 1,000 input tokens reserved, 3,000 used.
+  const resourceId = `drift-${randomUUID()}`;
+  const traceId = `run-drift-${randomUUID()}`;
+  const check = await call(service.url, 'POST', '/v1/guard/check', {
+    token: project.key,
+    body: {
+      context: { resourceId, traceId },
+      estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 },
+      reserve: true,
+      stepId: `step-${randomUUID()}`,
+      limits: [{ scope: 'resource', window: '24h', maxCost: 100 }],
+    },
+  });
+  expect(check.status).toBe(200);
+  expect(check.body.decision).toBe('allow');
+  const reservation = check.body.reservation;
+  expect(reservation).toMatchObject({ inputTokens: 1000, outputTokens: 200, costUnit: 'USD' });
+  expect(reservation.estimatedCost).toBeGreaterThan(0);
+
+  const step = stepEvent({ resourceId, traceId, reservationId: reservation.id, usage: { inputTokens: 3000, outputTokens: 200 } });
+  const settle = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [step] } });
+  expect(settle.status).toBeLessThan(300);
+  const exceeded = settle.body.results[0].reservationExceeded;
+  expect(exceeded).toMatchObject({ reservationId: reservation.id, reserved: { inputTokens: 1000, outputTokens: 200 }, actual: { inputTokens: 3000, outputTokens: 200, costUnit: 'USD' } });
+  expect(exceeded.actual.cost).toBeGreaterThan(reservation.estimatedCost);
+
+  await signIn(readKey);
+  await openScope('resource', resourceId);
+  const rows = page.getByTestId('exceeded-step');
+  expect(await rows.count()).toBe(1);
+  const row = rows.first();
+  expect(await row.getAttribute('data-reservation-id')).toBe(reservation.id);
+  expect(await row.getAttribute('data-step-event-id')).toBe(step.eventId);
+  expect(await row.getByTestId('exceeded-reserved-input').innerText()).toBe('1,000');
+  expect(await row.getByTestId('exceeded-actual-input').innerText()).toBe('3,000');
+  expect(await row.getByTestId('exceeded-ratio').innerText()).toBe('3.00×');
+  expect(await row.getByTestId('exceeded-reserved-output').innerText()).toBe('200');
+  expect(await row.getByTestId('exceeded-actual-output').innerText()).toBe('200');
+  expect(await row.getByTestId('exceeded-reserved-cost').innerText()).toBe(moneyText(reservation.estimatedCost, 'USD'));
+  expect(await row.getByTestId('exceeded-actual-cost').innerText()).toBe(moneyText(exceeded.actual.cost, 'USD'));
+  expect(await page.getByTestId('no-exceeded').count()).toBe(0);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-exceeded.png'), fullPage: true });
+
+  // acme has steps and guard decisions, but no settlement that passed its reservation.
+  await openScope('resource', 'acme');
+  expect(await page.getByTestId('exceeded-step').count()).toBe(0);
+  expect(await text('no-exceeded')).toBe(
+    'No step of this resource used more than the guard reserved for it. A step appears here when its actual tokens or cost pass its reservation, e.g. when the tokenizer counts more input tokens than the estimate.',
+  );
+});
+
+test("a budget card shows each unit's cost when the scope's usage is in several units", async () => {
+  const resourceId = `two-units-${randomUUID()}`;
+  const events = [
+    stepEvent({ resourceId, usage: { inputTokens: 1000, outputTokens: 200 } }),
+    stepEvent({ resourceId, usage: { inputTokens: 500, outputTokens: 100 }, cost: { amount: 0.5, currency: 'EUR' } }),
+  ];
+  const ingest = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events } });
+  expect(ingest.body.accepted).toBe(2);
+  const usage = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey })).body.usage[`resource:${resourceId}@24h`];
+  expect(Object.keys(usage.costByUnit).sort()).toEqual(['EUR', 'USD']);
+  expect(usage.costByUnit.EUR).toBe(0.5);
+
+  await signIn(readKey);
+  await openScope('resource', resourceId);
+  const daily = page.locator('[data-testid=budget][data-policy=resource-daily-cost]');
+  const units = daily.getByTestId('budget-used-unit');
+  expect(await units.count()).toBe(2);
+  const shown = Object.fromEntries(await Promise.all([0, 1].map(async (i) => [await units.nth(i).getAttribute('data-unit'), await units.nth(i).innerText()])));
+  expect(shown).toEqual({ EUR: moneyText(0.5, 'EUR'), USD: moneyText(usage.costByUnit.USD, 'USD') });
+  // Tokens have no unit: the token budget still shows one figure.
+  const weekly = page.locator('[data-testid=budget][data-policy=resource-weekly-tokens]');
+  expect(await weekly.getByTestId('budget-used').innerText()).toBe(intText(1800));
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-two-units.png'), fullPage: true });
 });

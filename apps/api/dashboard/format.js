@@ -5,6 +5,7 @@ const intFmt = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
 const compactFmt = new Intl.NumberFormat(locale, { notation: 'compact', maximumFractionDigits: 1 });
 const pctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1 });
 const signedPctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1, signDisplay: 'exceptZero' });
+const timesFmt = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const dateTimeFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
 const moneyFmts = new Map();
 
@@ -41,6 +42,8 @@ function intlNumber(v, digits) {
 export const int = (v) => (v === null || v === undefined ? '—' : intFmt.format(v));
 export const compact = (v) => compactFmt.format(v);
 export const pct = (ratio) => pctFmt.format(ratio);
+/** A ratio as a multiple, e.g. "3.00×"; "—" when there is nothing to divide by. */
+export const times = (ratio) => (Number.isFinite(ratio) ? `${timesFmt.format(ratio)}×` : '—');
 export const dateTime = (iso) => dateTimeFmt.format(new Date(iso));
 
 /** "+12.5% vs previous period", from Mastra's changePercent (null when there is nothing to compare). */

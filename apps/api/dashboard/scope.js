@@ -1,7 +1,7 @@
 import { api, metrics, STEPS, TOKENS } from './api.js';
 import { LIMIT_TYPES, SCOPE_FILTER, statusOf, usageFor } from './budget-math.js';
 import { colors, lineChart } from './charts.js';
-import { change, compact, dateTime, escapeHtml, int, money, pct, timeZone } from './format.js';
+import { change, compact, dateTime, escapeHtml, int, money, pct, times, timeZone } from './format.js';
 import { buckets, intervalFor, onBuckets, WINDOWS } from './time.js';
 
 const PICKABLE = ['resource', 'thread', 'user', 'organization', 'session', 'run'];
@@ -13,12 +13,13 @@ export async function renderScope(el, ctx) {
   const scopeKey = `${scope}:${id}`;
   const base = { [SCOPE_FILTER[scope]]: id };
   const filters = { ...base, timestamp: { start: range.start.toISOString(), end: range.end.toISOString() } };
-  const [totals, steps, series, budgets, decisions] = await Promise.all([
+  const [totals, steps, series, budgets, decisions, exceeded] = await Promise.all([
     metrics.aggregate({ name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' }),
     metrics.aggregate({ name: STEPS, aggregation: 'count', filters }),
     metrics.timeseries({ name: TOKENS, interval: range.interval, aggregation: 'sum', filters }),
     api('GET', `/v1/guard/usage?scopeKey=${encodeURIComponent(scopeKey)}`),
     api('GET', `/v1/guard/decisions?scopeKey=${encodeURIComponent(scopeKey)}&limit=20`),
+    api('GET', `/v1/guard/exceeded?scopeKey=${encodeURIComponent(scopeKey)}&limit=20`),
   ]);
 
   // Each budget's chart: the scope's usage accumulated over that budget's own window, up to now.
@@ -49,7 +50,8 @@ export async function renderScope(el, ctx) {
       <div class="page-head"><h2>Budgets that apply</h2><span class="muted small">usage as the guard counts it now: committed steps + open reservations</span></div>
       ${limits.length ? `<div class="budget-grid">${limits.map((l, i) => budgetCard(l, budgets.usage[l.policy.usageKey], i)).join('')}</div>` : noBudgetHelp(scope)}
     </section>
-    <section class="panel" data-testid="decisions"><header><h2>Recent guard denials and warnings</h2><span class="muted small">newest first</span></header>${decisionsTable(decisions.decisions)}</section>`;
+    <section class="panel" data-testid="decisions"><header><h2>Recent guard denials and warnings</h2><span class="muted small">newest first</span></header>${decisionsTable(decisions.decisions)}</section>
+    <section class="panel" data-testid="exceeded"><header><h2>Steps that used more than they reserved</h2><span class="muted small">newest first · actual usage as the step event that settled the reservation reported it</span></header>${exceededTable(exceeded.exceeded, scope)}</section>`;
 
   return () => {
     const bs = buckets(range.start, range.end, range.interval);
@@ -77,15 +79,25 @@ function budgetCard(l, usage, i) {
   const used = usageFor(type, usage);
   const status = statusOf(used, limit, policy.warnAtPercent);
   const fmt = (v) => (type === 'cost' ? money(v, usage?.costUnit ?? 'USD') : int(v));
+  // In several units the guard's one figure converts only what has a rate to the project's unit: show each unit's own amount.
+  const byUnit = type === 'cost' ? costByUnit(usage) : [];
+  const usedText = byUnit.length > 1 ? byUnit.map(([unit, v]) => `<span data-testid="budget-used-unit" data-unit="${escapeHtml(unit)}">${escapeHtml(money(v, unit))}</span>`).join(' · ') : escapeHtml(fmt(used));
   const statusText = status === 'hard' ? (policy.strategy === 'block' ? 'limit reached: steps denied' : 'over limit (warn only)') : status === 'soft' ? 'past soft threshold' : 'within budget';
   const ratio = limit ? used / limit : 0;
   return `<section class="panel budget" data-testid="budget" data-policy="${escapeHtml(policy.name)}" data-limit-type="${type}" data-used="${used}" data-limit="${limit}">
     <header><h3>${escapeHtml(policy.name)}</h3><span class="badge ${status}">${statusText}</span></header>
-    <div class="figures"><span><span class="big" data-testid="budget-used">${escapeHtml(fmt(used))}</span> <span class="muted">of <span data-testid="budget-limit">${escapeHtml(fmt(limit))}</span> ${escapeHtml(label)}</span></span><span class="muted" data-testid="budget-percent">${pct(ratio)}</span></div>
+    <div class="figures"><span><span class="big" data-testid="budget-used">${usedText}</span> <span class="muted">of <span data-testid="budget-limit">${escapeHtml(fmt(limit))}</span> ${escapeHtml(label)}</span></span><span class="muted" data-testid="budget-percent">${pct(ratio)}</span></div>
     <div class="meter" aria-hidden="true"><div class="fill ${status === 'ok' ? '' : status}" style="width:${Math.min(ratio * 100, 100).toFixed(2)}%"></div>${policy.warnAtPercent !== undefined ? `<div class="mark" style="left:${policy.warnAtPercent}%"></div>` : ''}</div>
     <div class="facts"><span class="badge">${policy.window ? `rolling ${escapeHtml(policy.window)}` : 'per run'}</span><span class="badge">${policy.strategy === 'block' ? 'blocks' : 'warns only'}</span>${policy.warnAtPercent !== undefined ? `<span class="badge soft">soft at ${policy.warnAtPercent}%</span>` : ''}${policy.entityName ? `<span class="badge">agent ${escapeHtml(policy.entityName)}</span>` : ''}</div>
     <div class="chart" id="chart-budget-${i}" style="min-height:200px;margin-top:.6rem"></div>
   </section>`;
+}
+
+/** Committed + reserved cost of each unit, largest first. */
+function costByUnit(usage) {
+  const committed = usage?.costByUnit ?? {};
+  const reserved = usage?.reservedCostByUnit ?? {};
+  return [...new Set([...Object.keys(committed), ...Object.keys(reserved)])].map((unit) => [unit, (committed[unit] ?? 0) + (reserved[unit] ?? 0)]).sort((a, b) => b[1] - a[1]);
 }
 
 function findingText(f) {
@@ -104,6 +116,24 @@ function decisionsTable(decisions) {
       <td>${escapeHtml(d.context.entityName ?? '—')}</td></tr>`,
     )
     .join('')}</tbody></table>`;
+}
+
+const costText = (cost, unit) => (unit && cost !== null && cost !== undefined ? money(cost, unit) : 'not priced');
+
+function exceededTable(entries, scope) {
+  if (!entries.length) return `<p class="empty-row" data-testid="no-exceeded">No step of this ${escapeHtml(scope)} used more than the guard reserved for it. A step appears here when its actual tokens or cost pass its reservation, e.g. when the tokenizer counts more input tokens than the estimate.</p>`;
+  const pair = (name, reserved, actual) =>
+    `<span data-testid="exceeded-reserved-${name}">${escapeHtml(reserved)}</span> → <span data-testid="exceeded-actual-${name}">${escapeHtml(actual)}</span>`;
+  return `<div class="scroll-x"><table><thead><tr><th>When</th><th class="num">Input tokens, reserved → actual</th><th class="num">Actual ÷ reserved input</th><th class="num">Output tokens, reserved → actual</th><th class="num">Cost, reserved → actual</th></tr></thead><tbody>${entries
+    .map(
+      (e) => `<tr data-testid="exceeded-step" data-reservation-id="${escapeHtml(e.reservationId)}" data-step-event-id="${escapeHtml(e.stepEventId)}">
+      <td>${escapeHtml(dateTime(e.occurredAt))}<div class="muted small">step ${escapeHtml(e.stepEventId)}</div></td>
+      <td class="num">${pair('input', int(e.reserved.inputTokens), int(e.actual.inputTokens))}</td>
+      <td class="num"><span class="badge ${e.actual.inputTokens > e.reserved.inputTokens ? 'warn' : ''}" data-testid="exceeded-ratio">${escapeHtml(times(e.reserved.inputTokens ? e.actual.inputTokens / e.reserved.inputTokens : NaN))}</span></td>
+      <td class="num">${pair('output', int(e.reserved.outputTokens), int(e.actual.outputTokens))}</td>
+      <td class="num">${pair('cost', costText(e.reserved.cost, e.reserved.costUnit), costText(e.actual.cost, e.actual.costUnit))}</td></tr>`,
+    )
+    .join('')}</tbody></table></div>`;
 }
 
 function noBudgetHelp(scope) {
