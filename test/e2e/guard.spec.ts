@@ -1,5 +1,6 @@
 import { Clock } from '@tollgate/platform';
 import { EVENT_SELECT } from '@tollgate/database';
+import { scopeLockId } from '../../libs/ledger/src/check-guard/guard-batch.sql';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../support/env';
@@ -323,7 +324,7 @@ describe('POST /v1/guard/check', () => {
         const resourceId = `r-${randomUUID()}`;
         // Another transaction holds the scope's lock (as a stuck check on another replica would).
         await blocker.query('BEGIN');
-        await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [p.id, `resource:${resourceId}`]);
+        await blocker.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(p.id, `resource:${resourceId}`).toString()]);
         const body = (failMode: string) => ({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
         const started = Date.now();
         const open = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('open') });

@@ -40,15 +40,18 @@ export function poolSql(pool: Pool | PoolClient): Sql {
  * Runs `fn` in one transaction on one pooled connection. `timeoutMs` bounds every lock wait and
  * every statement inside it, so a transaction never holds a connection forever behind a stuck
  * lock holder or a slow statement (it is then rolled back, and nothing of it remains).
+ * `opening` are statements without parameters sent with BEGIN in the same round trip (a simple
+ * query may hold several); `fn` gets the rows of the last of them.
  */
-export async function inTransaction<T>(pool: Pool, fn: (sql: Sql) => Promise<T>, timeoutMs?: number): Promise<T> {
+export async function inTransaction<T>(pool: Pool, fn: (sql: Sql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening: readonly string[] = []): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    // One round trip: a simple query may hold several statements.
     const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
-    await client.query(ms === undefined ? 'BEGIN' : `BEGIN; SET LOCAL lock_timeout = ${ms}; SET LOCAL statement_timeout = ${ms}`);
-    const result = await fn(poolSql(client));
+    const statements = ['BEGIN', ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]), ...opening];
+    const results = (await client.query(statements.join('; '))) as unknown as { rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[];
+    const last = Array.isArray(results) ? results[results.length - 1] : results;
+    const result = await fn(poolSql(client), opening.length ? last.rows : []);
     await client.query('COMMIT');
     return result;
   } catch (err) {
@@ -57,4 +60,14 @@ export async function inTransaction<T>(pool: Pool, fn: (sql: Sql) => Promise<T>,
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * A SQL string literal for statements sent without parameters (see `opening` above). Safe with
+ * standard_conforming_strings on (PostgreSQL's default since 9.1, checked by a spec); NUL, which
+ * no text value can hold, is refused.
+ */
+export function sqlLiteral(value: string): string {
+  if (value.includes('\u0000')) throw new Error('a SQL literal cannot hold NUL');
+  return `'${value.replace(/'/g, "''")}'`;
 }

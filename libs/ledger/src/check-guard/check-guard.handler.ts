@@ -12,7 +12,7 @@ import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
 import { heldInputTokens, marginFromBins } from './estimate-margins';
-import { lockScopes, readEstimateRatios, writeGuardOutcome, type ExistingReservation } from './guard-batch.sql';
+import { existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, writeGuardOutcome, type ExistingReservation } from './guard-batch.sql';
 import {
   decideInOrder,
   emptyUsage,
@@ -200,9 +200,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    * events in one statement, commit. Every caller is answered after the commit, with what it made.
    */
   private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
-    return this.prisma.transaction(async (tx) => {
-      const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
-      const existing = await lockScopes(tx, projectId, keys, checks.map((c) => c.request.stepId!));
+    const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
+    const opening = lockScopesStatements(projectId, keys, checks.map((c) => c.request.stepId!));
+    return this.prisma.transaction(async (tx, opened) => {
+      const existing = existingByStep(opened);
       const { at, usage } = await this.read(tx, projectId, dedupe(checks.flatMap((c) => c.case.limits)));
       const working = new Map(usage);
       const ctx = this.decisionContext(at);
@@ -229,14 +230,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       );
       // A step reserved by another replica between our read and our insert keeps that reservation.
       const lost = decided.filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id)).map((d) => d.check.request.stepId!);
-      const theirs = lost.length ? await lockScopes(tx, projectId, [], lost) : new Map<string, ExistingReservation>();
+      const theirs = lost.length ? await readExistingReservations(tx, projectId, lost) : new Map<string, ExistingReservation>();
       return results.map((r) => {
         if (!('outcome' in r)) return r;
         const { outcome, check } = r;
         if (outcome.reservation && !made.has(outcome.reservation.id)) return retried(check, theirs.get(check.request.stepId!)!, at);
         return { response: respond(check, outcome, at) };
       });
-    }, this.config.values.GUARD_TIMEOUT_MS);
+    }, this.config.values.GUARD_TIMEOUT_MS, opening);
   }
 
   /** Prices the step as it will be held: input tokens times the margin its provider's tokenizer needs. */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { systemEventId, type SystemEvent } from '../events';
-import { lockScopes, readEstimateRatios, writeGuardOutcome } from './guard-batch.sql';
+import { existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, scopeLockId, writeGuardOutcome } from './guard-batch.sql';
 import type { NewReservation } from './guard-decision';
 
 describe('guard batch statements (real PostgreSQL)', () => {
@@ -44,24 +44,34 @@ describe('guard batch statements (real PostgreSQL)', () => {
     data: { stepId: r.stepId, scopeKeys: r.scopeKeys, estimatedCost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1, expiresAt: r.expiresAt.toISOString() },
   });
 
-  it('lockScopes holds each scope until the transaction ends, across connections', async () => {
+  it('the opening statements hold each scope until the transaction ends, across connections', async () => {
     const project = `p-${randomUUID()}`;
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const locking = inTransaction(prisma.pool, async (tx) => {
-      await lockScopes(tx, project, ['resource:r1', 'user:u1'], []);
-      await held;
-    });
+    const locking = inTransaction(prisma.pool, () => held, 5000, lockScopesStatements(project, ['resource:r1', 'user:u1'], []));
     await new Promise((r) => setTimeout(r, 50));
     await other.query('BEGIN');
     await other.query('SET LOCAL lock_timeout = 100');
-    await expect(other.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [project, 'user:u1'])).rejects.toMatchObject({ code: '55P03' });
+    await expect(other.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(project, 'user:u1').toString()])).rejects.toMatchObject({ code: '55P03' });
     await other.query('ROLLBACK');
     release();
     await locking;
     await other.query('BEGIN');
-    await other.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))`, [project, 'user:u1']);
+    await other.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(project, 'user:u1').toString()]);
     await other.query('ROLLBACK');
+  });
+
+  it('reads, after the locks are taken, the reservations a retried step already has (ids are literals, quoted safely)', async () => {
+    const project = `p-${randomUUID()}`;
+    const tricky = "step-'); DROP TABLE reservations; --";
+    const r = reservation(tricky);
+    await writeGuardOutcome(prisma.sql, project, [r], []);
+    const [{ standard_conforming_strings }] = await prisma.sql.query<{ standard_conforming_strings: string }>('SHOW standard_conforming_strings');
+    expect(standard_conforming_strings).toBe('on');
+    const seen = await inTransaction(prisma.pool, async (_tx, opened) => existingByStep(opened), 5000, lockScopesStatements(project, ['resource:r1'], [tricky, 'other']));
+    expect([...seen.keys()]).toEqual([tricky]);
+    expect(seen.get(tricky)).toMatchObject({ id: r.id, status: 'open', cost_micros: '4500', input_tokens: '1000', expires_at: r.expiresAt.toISOString() });
+    expect([...(await readExistingReservations(prisma.sql, project, [tricky])).keys()]).toEqual([tricky]);
   });
 
   it('writeGuardOutcome stores reservations and their events; a step that already has one keeps it, and no second BudgetReserved is logged', async () => {
@@ -80,7 +90,7 @@ describe('guard batch statements (real PostgreSQL)', () => {
     const events = await prisma.sql.query<{ type: string; event_id: string }>('SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position', project);
     expect(events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
 
-    expect(await lockScopes(prisma.sql, project, [], ['step-1', 'step-9'])).toEqual(new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]));
+    expect(await readExistingReservations(prisma.sql, project, ['step-1', 'step-9'])).toEqual(new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]));
   });
 
   it('readEstimateRatios reads one model’s histogram of one project', async () => {

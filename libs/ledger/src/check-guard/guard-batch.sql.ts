@@ -1,4 +1,5 @@
-import type { Sql } from '@tollgate/database';
+import { sqlLiteral, type Sql } from '@tollgate/database';
+import { createHash } from 'node:crypto';
 import { eventRecord } from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
 import type { NewReservation } from './guard-decision';
@@ -16,22 +17,40 @@ export interface ExistingReservation {
 }
 
 /**
- * Takes the scopes' advisory locks (sorted, so two transactions never wait on each other
- * crosswise; held to the end of the transaction, so they hold across API replicas) and reads the
- * reservations the steps already have (retried checks). The usage read must be a later statement:
- * its snapshot has to be taken after the locks are ours.
+ * The advisory lock of one scope of one project: 64 bits of a SHA-256, the same in every replica.
+ * Computed here so that the locks can be taken in the statement that opens the transaction.
  */
-export async function lockScopes(tx: Sql, projectId: string, scopeKeys: readonly string[], stepIds: readonly string[]): Promise<Map<string, ExistingReservation>> {
-  const [row] = await tx.query<{ existing: ExistingReservation[] }>(
-    `SELECT (SELECT count(pg_advisory_xact_lock(h)) FROM (SELECT hashtextextended($1 || chr(31) || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s) AS locked,
-            (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'step_id', step_id, 'status', status, 'cost_micros', cost_micros::text, 'cost_unit', cost_unit,
-                                                          'input_tokens', input_tokens::text, 'output_tokens', output_tokens::text, 'expires_at', expires_at)), '[]'::jsonb)
-               FROM reservations WHERE project_id = $1 AND step_id = ANY($3::text[])) AS existing`,
-    projectId,
-    scopeKeys,
-    stepIds,
-  );
-  return new Map(row.existing.map((r) => [r.step_id, r]));
+export function scopeLockId(projectId: string, scopeKey: string): bigint {
+  return createHash('sha256').update(`${projectId}\u001f${scopeKey}`).digest().readBigInt64BE(0);
+}
+
+/**
+ * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
+ * two transactions never wait on each other crosswise; held to the end of the transaction, so they
+ * hold across API replicas), then read the reservations the steps already have (retried checks).
+ * Each statement of a simple query has its own snapshot: the read sees whatever committed before
+ * the locks were ours. The usage read comes next, in its own statement, for the same reason.
+ */
+export function lockScopesStatements(projectId: string, scopeKeys: readonly string[], stepIds: readonly string[]): string[] {
+  const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const locks = ids.length ? [`SELECT ${ids.map((id) => `pg_advisory_xact_lock(${id})`).join(', ')}`] : [];
+  return [...locks, existingReservationsStatement(projectId, stepIds)];
+}
+
+function existingReservationsStatement(projectId: string, stepIds: readonly string[]): string {
+  const steps = stepIds.length ? stepIds.map(sqlLiteral).join(', ') : 'NULL';
+  return `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
+            FROM reservations WHERE project_id = ${sqlLiteral(projectId)} AND step_id IN (${steps})`;
+}
+
+/** The rows of {@link lockScopesStatements}' last statement, by step id. */
+export function existingByStep(rows: readonly Record<string, unknown>[]): Map<string, ExistingReservation> {
+  return new Map(rows.map((r) => [String(r.step_id), { ...(r as unknown as ExistingReservation), expires_at: new Date(r.expires_at as Date).toISOString() }]));
+}
+
+/** The reservations some steps hold, read inside the current transaction. */
+export async function readExistingReservations(tx: Sql, projectId: string, stepIds: readonly string[]): Promise<Map<string, ExistingReservation>> {
+  return existingByStep(await tx.query(existingReservationsStatement(projectId, stepIds)));
 }
 
 /**

@@ -9,14 +9,21 @@ import { ReservationsService } from '../reservations/reservations.service';
 import { readExceededReservations } from '../reservations/exceeded.sql';
 import { CheckGuard } from './check-guard.command';
 
+// `<scope>:<id>`, the id checked as a context id is: the routes look it up as one.
+const scopeKey = z
+  .string({ error: 'must look like resource:<id>' })
+  .regex(/^(run|thread|resource|user|organization|session):.+$/s, 'must look like resource:<id>')
+  .superRefine((key, ctx) => {
+    const id = idSchema.safeParse(key.slice(key.indexOf(':') + 1));
+    if (!id.success) ctx.addIssue({ code: 'custom', message: `id (after the colon) ${id.error.issues[0].message}` });
+  });
+
 const decisionsQuery = z.strictObject({
-  scopeKey: z.string().regex(/^(run|thread|resource|user|organization|session):.+$/, 'must look like resource:<id>').optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  scopeKey: scopeKey.optional(),
+  limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
 });
 
-const usageQuery = z.strictObject({
-  scopeKey: z.string().regex(/^(run|thread|resource|user|organization|session):.+$/, 'must look like resource:<id>'),
-});
+const usageQuery = z.strictObject({ scopeKey });
 
 const CONTEXT_FIELDS: Record<string, string> = { run: 'traceId', thread: 'threadId', resource: 'resourceId', user: 'userId', organization: 'organizationId', session: 'sessionId' };
 

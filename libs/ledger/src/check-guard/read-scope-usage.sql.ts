@@ -9,14 +9,49 @@ export interface UsageRequest {
   window: Window | null;
 }
 
-/** The events column that holds each windowed scope's id (the run scope reads its all-time counter). */
-const SCOPE_COLUMN: Record<Exclude<Scope, 'run'>, string> = {
-  thread: 'thread_id',
-  resource: 'resource_id',
-  user: 'user_id',
-  organization: 'organization_id',
-  session: 'session_id',
-};
+/** The raw log's partial indexes, one per windowed scope; each needs its own branch to be used. */
+const RAW_BRANCHES = (['thread', 'resource', 'user', 'organization', 'session'] as const)
+  .map(
+    (scope) => `SELECT s.i, coalesce(e.cost_unit, ''), e.input_tokens, e.output_tokens, coalesce(e.cost_micros, 0), e.unpriced::int::bigint, 0, 0, 0
+       FROM s CROSS JOIN LATERAL (
+         SELECT cost_unit, input_tokens, output_tokens, cost_micros, unpriced FROM events e
+          WHERE e.project_id = $1 AND e.${scope}_id = s.scope_id AND e.type = 'StepUsageRecorded' AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
+         OFFSET 0) e
+      WHERE s.kind = 'e' AND s.scope = '${scope}'`,
+  )
+  .join('\n      UNION ALL\n      ');
+
+/**
+ * One text for any number of (scope, window) pairs, so PostgreSQL plans it once per connection:
+ * the pairs arrive as arrays of segments (a counter range, a raw edge of the log, the open
+ * reservations), and each segment is a parameterised index scan (OFFSET 0 keeps each lateral
+ * subquery a nested loop, so the log's monthly partitions are pruned at run time per segment).
+ */
+const USAGE_SQL = `WITH s AS (
+    SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[]) AS s(i, kind, scope, scope_id, t0, t1)
+  )
+  SELECT i, cost_unit, sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens, sum(cost_micros)::bigint AS cost_micros,
+         sum(unpriced_events)::bigint AS unpriced_events, sum(r_cost)::bigint AS r_cost, sum(r_in)::bigint AS r_in, sum(r_out)::bigint AS r_out
+    FROM (
+      SELECT s.i, c.cost_unit, c.input_tokens, c.output_tokens, c.cost_micros, c.unpriced_events, 0::bigint AS r_cost, 0::bigint AS r_in, 0::bigint AS r_out
+        FROM s CROSS JOIN LATERAL (
+          SELECT cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events FROM usage_counters c
+           WHERE c.project_id = $1 AND c.scope = s.scope AND c.scope_id = s.scope_id AND c.granularity = s.kind::"char" AND c.bucket_start >= s.t0 AND c.bucket_start < s.t1
+          OFFSET 0) c
+       WHERE s.kind IN ('r', 'h', 'd')
+      UNION ALL
+      ${RAW_BRANCHES}
+      UNION ALL
+      SELECT s.i, x.cost_unit, 0, 0, 0, 0, x.cost_micros, x.input_tokens, x.output_tokens
+        FROM s CROSS JOIN LATERAL (
+          SELECT cost_unit, cost_micros, input_tokens, output_tokens FROM reservations r
+           WHERE r.project_id = $1 AND r.status = 'open' AND r.expires_at > $8 AND r.scope_keys @> ARRAY[s.scope || ':' || s.scope_id]
+          OFFSET 0) x
+       WHERE s.kind = 'x'
+    ) AS u
+   GROUP BY i, cost_unit`;
+
+const iso = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString());
 
 /**
  * Reads the usage of several (scope, window) pairs in ONE statement, so counters, the log's edge
@@ -26,47 +61,38 @@ const SCOPE_COLUMN: Record<Exclude<Scope, 'run'>, string> = {
  * occurredAt (a client's clock running fast) is after now; it ages out by its own occurredAt.
  */
 export async function readScopeUsage(db: Sql, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<Map<string, UsageTotals>> {
-  const params: unknown[] = [projectId, now];
-  const p = (v: unknown) => `$${params.push(v)}`;
-  const parts: string[] = [];
+  const seg = { i: [] as number[], kind: [] as string[], scope: [] as string[], id: [] as string[], t0: [] as string[], t1: [] as string[] };
+  const push = (i: number, kind: string, r: UsageRequest, from: number, to: number) => {
+    seg.i.push(i);
+    seg.kind.push(kind);
+    seg.scope.push(r.scope);
+    seg.id.push(r.scopeId);
+    seg.t0.push(iso(from));
+    seg.t1.push(iso(to));
+  };
   requests.forEach((r, i) => {
-    const key = `${r.scope}:${r.scopeId}`;
-    // Placeholders are numbered as they are used: an unused one would have no type for PostgreSQL.
-    let scopeParam: string | undefined;
-    const scopeRef = () => (scopeParam ??= `${p(r.scope)}::text`);
-    const idRef = `${p(r.scopeId)}::text`;
     if (r.scope === 'run' || r.window === null) {
-      parts.push(`SELECT ${i} AS i, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0::bigint AS r_cost, 0::bigint AS r_in, 0::bigint AS r_out
-        FROM usage_counters WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'r'`);
+      push(i, 'r', r, -Infinity, Infinity);
     } else {
       const plan = planWindow(r.window, now.getTime());
-      const ts = (ms: number) => `${p(new Date(ms))}::timestamptz`;
-      if (plan.days) {
-        parts.push(`SELECT ${i}, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0, 0, 0 FROM usage_counters
-          WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'd' AND bucket_start >= ${ts(plan.days.from)} AND bucket_start < ${ts(plan.days.to)}`);
-      }
-      for (const h of plan.hours) {
-        parts.push(`SELECT ${i}, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, 0, 0, 0 FROM usage_counters
-          WHERE project_id = $1 AND scope = ${scopeRef()} AND scope_id = ${idRef} AND granularity = 'h' AND bucket_start >= ${ts(h.from)} AND bucket_start < ${ts(h.to)}`);
-      }
-      const column = SCOPE_COLUMN[r.scope];
-      for (const edge of plan.raw) {
-        const upper = Number.isFinite(edge.to) ? ` AND occurred_at < ${ts(edge.to)}` : '';
-        parts.push(`SELECT ${i}, coalesce(cost_unit, ''), input_tokens, output_tokens, coalesce(cost_micros, 0), unpriced::int, 0, 0, 0 FROM events
-          WHERE project_id = $1 AND ${column} = ${idRef} AND type = 'StepUsageRecorded' AND occurred_at >= ${ts(edge.from)}${upper}`);
-      }
+      if (plan.days) push(i, 'd', r, plan.days.from, plan.days.to);
+      for (const h of plan.hours) push(i, 'h', r, h.from, h.to);
+      for (const edge of plan.raw) push(i, 'e', r, edge.from, edge.to);
     }
     // An open reservation holds budget in every window of every scope it names, until it expires.
-    parts.push(`SELECT ${i}, cost_unit, 0, 0, 0, 0, cost_micros, input_tokens, output_tokens FROM reservations
-      WHERE project_id = $1 AND status = 'open' AND expires_at > $2 AND scope_keys @> ARRAY[${p(key)}]::text[]`);
+    push(i, 'x', r, -Infinity, Infinity);
   });
-  if (!parts.length) return new Map();
+  if (!requests.length) return new Map();
   const rows = await db.query<{ i: number; cost_unit: string; input_tokens: bigint; output_tokens: bigint; cost_micros: bigint; unpriced_events: bigint; r_cost: bigint; r_in: bigint; r_out: bigint }>(
-    `SELECT i, cost_unit, sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens, sum(cost_micros)::bigint AS cost_micros,
-            sum(unpriced_events)::bigint AS unpriced_events, sum(r_cost)::bigint AS r_cost, sum(r_in)::bigint AS r_in, sum(r_out)::bigint AS r_out
-       FROM (${parts.join("\n UNION ALL ")}) AS u(i, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, r_cost, r_in, r_out)
-      GROUP BY i, cost_unit`,
-    ...params,
+    USAGE_SQL,
+    projectId,
+    seg.i,
+    seg.kind,
+    seg.scope,
+    seg.id,
+    seg.t0,
+    seg.t1,
+    now,
   );
   const result = new Map<string, UsageTotals>();
   requests.forEach((r) => result.set(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window), emptyUsage()));
