@@ -1,4 +1,5 @@
 import { EVENT_SELECT } from '@tollgate/database';
+import { TEST_ADMIN_TOKEN } from '../support/env';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
 
@@ -45,7 +46,7 @@ describe('POST /v1/events', () => {
   it('acknowledges a retried batch as duplicates and never counts it twice, even with another occurredAt', async () => {
     const event = stepEvent();
     expect((await post([event])).body.results[0].status).toBe('accepted');
-    const lastMonth = new Date(Date.now() - 40 * 24 * 3600 * 1000).toISOString();
+    const lastMonth = new Date(Date.now() - 20 * 24 * 3600 * 1000).toISOString(); // the previous month (its own partition) on most days
     const retry = await post([event, { ...event, occurredAt: lastMonth }]);
     expect(retry.body.results.map((r: any) => r.status)).toEqual(['duplicate', 'duplicate']);
     expect(await stored(project.id, event.eventId)).toHaveLength(1);
@@ -84,11 +85,44 @@ describe('POST /v1/events', () => {
     expect(Number(row.input_cost_micros) + Number(row.output_cost_micros)).toBe(12300);
   });
 
-  it('accepts an event for a month that has no partition yet', async () => {
-    const event = stepEvent({ occurredAt: '2003-05-17T10:00:00.000Z' });
-    expect((await post([event])).body.results[0].status).toBe('accepted');
-    const [part] = await svc.prisma.$queryRawUnsafe<{ t: string | null }[]>(`SELECT to_regclass('events_2003_05')::text AS t`);
-    expect(part.t).toBe('events_2003_05');
+  it('accepts an event for a month that has no partition yet, when the operator allows that backfill', async () => {
+    const backfill = await startService({ INGEST_MAX_AGE_DAYS: '9000' });
+    try {
+      const p = await createProject(backfill.url);
+      const event = stepEvent({ occurredAt: '2003-05-17T10:00:00.000Z' });
+      expect((await call(backfill.url, 'POST', '/v1/events', { token: p.key, body: { events: [event] } })).body.results[0].status).toBe('accepted');
+      const [part] = await svc.prisma.$queryRawUnsafe<{ t: string | null }[]>(`SELECT to_regclass('events_2003_05')::text AS t`);
+      expect(part.t).toBe('events_2003_05');
+    } finally {
+      await backfill.close();
+    }
+  });
+
+  it('refuses events older than the accepted age (35 days by default), naming the field, and creates no partition for them', async () => {
+    // One event per month since 2000 once made 321 partitions that every project's queries then planned.
+    const events = Array.from({ length: 24 }, (_, m) => stepEvent({ occurredAt: new Date(Date.UTC(2004, m, 15)).toISOString() }));
+    const res = await post(events);
+    expect(res.body).toMatchObject({ accepted: 0, rejected: 24 });
+    expect(res.body.results[0]).toMatchObject({ status: 'rejected', field: 'events[0].occurredAt', reason: 'is more than 35 days in the past (the oldest this project accepts)' });
+    const parts = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM pg_class WHERE relname LIKE 'events_2004_%' OR relname LIKE 'events_2005_%'`);
+    expect(Number(parts[0].n)).toBe(0);
+    const recent = await post([stepEvent({ occurredAt: new Date(Date.now() - 34 * 86_400_000).toISOString() })]);
+    expect(recent.body.accepted).toBe(1);
+  });
+
+  it('lets a project accept less than the operator allows, never more', async () => {
+    const p = await createProject(svc.url);
+    const patch = (body: unknown) => call(svc.url, 'PATCH', `/v1/admin/projects/${p.id}`, { token: TEST_ADMIN_TOKEN, body });
+    expect((await patch({ maxEventAgeDays: 7 })).body).toMatchObject({ maxEventAgeDays: 7 });
+    const ago = (days: number) => stepEvent({ occurredAt: new Date(Date.now() - days * 86_400_000).toISOString() });
+    const res = await post([ago(6), ago(8)], p.key);
+    expect(res.body.results.map((r: any) => [r.status, r.reason ?? null])).toEqual([
+      ['accepted', null],
+      ['rejected', 'is more than 7 days in the past (the oldest this project accepts)'],
+    ]);
+    const tooMuch = await patch({ maxEventAgeDays: 36 });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toMatchObject({ field: 'maxEventAgeDays', message: expect.stringContaining('at most 35') });
   });
 
   describe('rejects each invalid event with its field and reason, and stores nothing of it', () => {

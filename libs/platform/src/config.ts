@@ -15,6 +15,12 @@ const configSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   /** How far in the future an event's occurredAt may be (clock skew between agents and us). */
   INGEST_MAX_FUTURE_SKEW_MS: durationMs.default(5 * 60_000),
+  /**
+   * How far in the past an event's occurredAt may be, in days (a project may accept less). Each
+   * month of the log is a partition: an unbounded backfill would make every project's queries plan
+   * hundreds of them.
+   */
+  INGEST_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(36_500).default(35),
   INGEST_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   /** Months of event partitions kept created ahead of now. */
   PARTITIONS_AHEAD_MONTHS: z.coerce.number().int().min(1).max(24).default(3),

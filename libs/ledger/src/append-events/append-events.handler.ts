@@ -1,7 +1,8 @@
 import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { IngestResponse, IngestResult } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
-import { Clock, Config } from '@tollgate/platform';
+import { Caches, Clock, Config } from '@tollgate/platform';
+import { readProjectSettings, type ProjectSettings } from '../check-guard/project-settings.sql';
 import { StepUsageRecorded } from '../events';
 import { priceStep } from '../pricing/price-step';
 import { PriceOverrides } from '../prices/price-overrides.repository';
@@ -21,11 +22,15 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
     private readonly eventBus: EventBus,
     private readonly config: Config,
     private readonly clock: Clock,
+    private readonly caches: Caches,
   ) {}
 
   async execute({ projectId, events }: AppendEvents): Promise<IngestResponse> {
     const now = this.clock.now();
-    const { valid, decided } = validateStepEvents(events, now, this.config.values.INGEST_MAX_FUTURE_SKEW_MS);
+    const settings = await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId));
+    const operatorMax = this.config.values.INGEST_MAX_AGE_DAYS;
+    const maxAgeDays = Math.min(operatorMax, (settings as ProjectSettings | null)?.maxEventAgeDays ?? operatorMax);
+    const { valid, decided } = validateStepEvents(events, now, { maxFutureSkewMs: this.config.values.INGEST_MAX_FUTURE_SKEW_MS, maxAgeDays });
     const results: IngestResult[] = new Array(events.length);
     for (const [index, result] of decided) results[index] = result;
 

@@ -14,11 +14,18 @@ const eventIdOf = (raw: unknown): string | null =>
  * Checks each event on its own: one bad event is rejected with its field and reason, the others
  * go on. An eventId repeated inside one batch is the same event: the later copies are duplicates.
  */
-export function validateStepEvents(raw: readonly unknown[], now: Date, maxFutureSkewMs: number): ValidatedBatch {
+export interface TimeBounds {
+  maxFutureSkewMs: number;
+  /** Days an event may be older than now. */
+  maxAgeDays: number;
+}
+
+export function validateStepEvents(raw: readonly unknown[], now: Date, { maxFutureSkewMs, maxAgeDays }: TimeBounds): ValidatedBatch {
   const valid: ValidatedBatch['valid'] = [];
   const decided = new Map<number, IngestResult>();
   const seen = new Set<string>();
   const latest = now.getTime() + maxFutureSkewMs;
+  const earliest = now.getTime() - maxAgeDays * 86_400_000;
   raw.forEach((candidate, index) => {
     // reportInput: without it zod 4 leaves issue.input undefined, and a wrong value would read as "is required".
     const parsed = stepUsageEventSchema.safeParse(candidate, { reportInput: true });
@@ -30,6 +37,10 @@ export function validateStepEvents(raw: readonly unknown[], now: Date, maxFuture
     const event = parsed.data;
     if (Date.parse(event.occurredAt) > latest) {
       decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxFutureSkewMs} ms in the future` });
+      return;
+    }
+    if (Date.parse(event.occurredAt) < earliest) {
+      decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxAgeDays} days in the past (the oldest this project accepts)` });
       return;
     }
     if (seen.has(event.eventId)) {

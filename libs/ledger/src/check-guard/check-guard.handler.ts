@@ -48,7 +48,7 @@ interface LoadedCheck {
 /** What a group commit answers one check: its response, or the client error it earned. */
 type CheckResult = { response: GuardCheckResponse } | { error: AppError };
 
-const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} }, policies: [], overrides: [] };
+const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} }, maxEventAgeDays: null, policies: [], overrides: [] };
 
 /** A lock wait past lock_timeout, or a statement past its timeout: load, not an outage. */
 const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');

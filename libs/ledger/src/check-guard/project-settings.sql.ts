@@ -17,6 +17,8 @@ export interface StoredPolicy {
 }
 
 export interface ProjectSettings extends GuardSettings {
+  /** Days back this project accepts events; null: the operator's INGEST_MAX_AGE_DAYS. */
+  maxEventAgeDays: number | null;
   policies: StoredPolicy[];
   overrides: PriceOverrideRate[];
 }
@@ -28,10 +30,11 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     unpriced_fallback: FallbackRate | null;
     cost_unit: string;
     exchange_rates: Record<string, number>;
+    max_event_age_days: number | null;
     policies: StoredPolicy[];
     overrides: any[];
   }>(
-    `SELECT p.unpriced_policy, p.unpriced_fallback, p.cost_unit, p.exchange_rates,
+    `SELECT p.unpriced_policy, p.unpriced_fallback, p.cost_unit, p.exchange_rates, p.max_event_age_days,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
             coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides
        FROM projects p WHERE p.id = $1`,
@@ -42,6 +45,7 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     unpricedPolicy: row.unpriced_policy,
     fallback: row.unpriced_fallback ? { ...row.unpriced_fallback, currency: row.unpriced_fallback.currency ?? row.cost_unit } : null,
     money: { base: row.cost_unit, rates: row.exchange_rates },
+    maxEventAgeDays: row.max_event_age_days,
     policies: row.policies,
     overrides: row.overrides.map((o) => ({
       id: o.id,

@@ -22,6 +22,8 @@ export const projectSettingsSchema = z.strictObject({
   /** The unit of every limit that names none. */
   costUnit: costUnitSchema.optional(),
   /** The value of one unit of each currency in the project's cost unit, e.g. { "JPY": 0.0067 }. */
+  /** Days back this project accepts events (at most the operator's INGEST_MAX_AGE_DAYS); null: the operator's. */
+  maxEventAgeDays: z.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(3650, 'must be at most 3650').nullable().optional(),
   exchangeRates: z.record(costUnitSchema, z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive').max(1e9, 'must be at most 1e9')).optional(),
 });
 export type ProjectSettingsInput = z.infer<typeof projectSettingsSchema>;
@@ -38,6 +40,7 @@ export const projectResponse = z.object({
   unpricedFallback: z.object({ inputPerMillion: z.number(), outputPerMillion: z.number(), currency: z.string().optional() }).nullable(),
   costUnit: z.string(),
   exchangeRates: z.record(z.string(), z.number()),
+  maxEventAgeDays: z.number().nullable(),
   createdAt: z.string(),
 });
 export const keyResponse = z.object({ id: z.string(), projectId: z.string(), key: z.string().describe('Shown once; only its hash is stored'), scopes: z.array(z.string()), createdAt: z.string() });

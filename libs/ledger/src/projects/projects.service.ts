@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { CACHE_CHANNELS, notifySql, Prisma, PrismaService } from '@tollgate/database';
-import { AppError, Caches, issueKey, type KeyScope } from '@tollgate/platform';
+import { AppError, Caches, Config, issueKey, type KeyScope } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import type { ProjectSettingsInput } from './projects.schemas';
 
-type ProjectRow = { id: string; name: string; unpricedPolicy: string; unpricedFallback: unknown; costUnit: string; exchangeRates: unknown; createdAt: Date };
+type ProjectRow = { id: string; name: string; unpricedPolicy: string; unpricedFallback: unknown; costUnit: string; exchangeRates: unknown; maxEventAgeDays: number | null; createdAt: Date };
 
 const projectView = (p: ProjectRow) => ({
   id: p.id,
@@ -13,6 +13,7 @@ const projectView = (p: ProjectRow) => ({
   unpricedFallback: (p.unpricedFallback ?? null) as { inputPerMillion: number; outputPerMillion: number; currency?: string } | null,
   costUnit: p.costUnit,
   exchangeRates: (p.exchangeRates ?? {}) as Record<string, number>,
+  maxEventAgeDays: p.maxEventAgeDays,
   createdAt: p.createdAt.toISOString(),
 });
 
@@ -22,6 +23,7 @@ export class ProjectsService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly caches: Caches,
+    private readonly config: Config,
   ) {}
 
   async createProject(input: { name: string; unpricedPolicy: ProjectSettingsInput['unpricedPolicy']; id?: string }) {
@@ -43,11 +45,14 @@ export class ProjectsService {
     const policy = input.unpricedPolicy ?? current.unpricedPolicy;
     const fallback = input.unpricedFallback === undefined ? current.unpricedFallback : input.unpricedFallback;
     if (policy === 'fallback' && !fallback) throw AppError.validation('unpricedFallback', 'is required when unpricedPolicy is fallback');
+    const operatorMax = this.config.values.INGEST_MAX_AGE_DAYS;
+    if (input.maxEventAgeDays && input.maxEventAgeDays > operatorMax) throw AppError.validation('maxEventAgeDays', `must be at most ${operatorMax} (the operator's INGEST_MAX_AGE_DAYS)`);
     const data = {
       unpricedPolicy: policy,
       unpricedFallback: fallback === null ? Prisma.DbNull : (fallback as Prisma.InputJsonValue),
       ...(input.costUnit ? { costUnit: input.costUnit } : {}),
       ...(input.exchangeRates ? { exchangeRates: input.exchangeRates } : {}),
+      ...(input.maxEventAgeDays !== undefined ? { maxEventAgeDays: input.maxEventAgeDays } : {}),
     };
     const [p] = await this.prisma.$transaction([this.prisma.project.update({ where: { id: projectId }, data }), this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId)]);
     this.caches.projects.evict(projectId);
