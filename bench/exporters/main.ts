@@ -88,7 +88,7 @@ async function main() {
   const sinkUrl = `http://127.0.0.1:${receiverPort}/hook`;
   const received = async () => Number(await (await fetch(`http://127.0.0.1:${receiverPort}/count`)).text());
 
-  const env = { DATABASE_URL: DB, REDIS_URL: REDIS, QUEUE_PREFIX: PREFIX, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'error', EXPORTS_TICK_MS: '200' };
+  const env = { DATABASE_URL: DB, REDIS_URL: REDIS, QUEUE_PREFIX: PREFIX, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'error', EXPORTS_TICK_MS: '200', TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1' };
   const app = await createApiApp(loadConfig({ ...env, PORT: '0', HOST: '127.0.0.1' }));
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;

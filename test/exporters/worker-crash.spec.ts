@@ -32,6 +32,8 @@ describe('a worker killed in the middle of a batch', () => {
         EXPORTS_TICK_MS: '100',
         // A killed worker's batch is taken over once its lock lapses: keep that short here.
         EXPORTS_LOCK_MS: '1500',
+        // The receiver is on 127.0.0.1.
+        TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
         LOG_LEVEL: 'error',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

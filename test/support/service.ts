@@ -22,6 +22,8 @@ export function testConfig(overrides: Record<string, string> = {}): AppConfig {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'error',
     QUEUE_PREFIX: `tollgate-test-${randomBytes(4).toString('hex')}`,
+    // Exporters in the tests send to receivers on 127.0.0.1, which only the operator can allow.
+    TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
     ...overrides,
   });
 }

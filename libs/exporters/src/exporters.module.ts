@@ -3,6 +3,7 @@ import { PrismaService } from '@tollgate/database';
 import { deadLetterBatches, deadLetterEvents, exporterLagEvents, exporterLagSeconds, exporterPaused, ObservabilityModule, ScrapeHooks } from '@tollgate/observability';
 import { ExportersController } from './config/exporters.controller';
 import { ExportersService } from './config/exporters.service';
+import { Destinations } from './destination/destinations';
 import { ExportJobs } from './delivery/export-jobs';
 import { ExportPipeline } from './delivery/export-pipeline';
 import { exporterLags } from './delivery/export-state.sql';
@@ -10,8 +11,8 @@ import { exporterLags } from './delivery/export-state.sql';
 /** The exporters' domain, shared by the API (configuration) and the worker (delivery). */
 @Module({
   imports: [ObservabilityModule],
-  providers: [ExportJobs, ExportPipeline, ExportersService],
-  exports: [ExportJobs, ExportPipeline, ExportersService],
+  providers: [Destinations, ExportJobs, ExportPipeline, ExportersService],
+  exports: [Destinations, ExportJobs, ExportPipeline, ExportersService],
 })
 export class ExportersModule implements OnModuleInit {
   constructor(

@@ -1,6 +1,15 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const durationMs = z.coerce.number().int().positive();
+
+/** `host.name`, `10.0.0.1`, `[::1]`, `10.0.0.0/8` or `fd00::/8`. */
+function isAllowHostEntry(entry: string): boolean {
+  const [address, prefix, extra] = entry.replace(/^\[([^\]]*)\]/, '$1').split('/');
+  const family = isIP(address);
+  if (family) return extra === undefined && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)));
+  return prefix === undefined && /^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?\.?$/.test(entry);
+}
 
 /** Every setting the service reads, validated once at boot. */
 const configSchema = z.object({
@@ -51,6 +60,18 @@ const configSchema = z.object({
   /** BullMQ lock of a running export job: a crashed worker's batch is taken over after about this long. */
   EXPORTS_LOCK_MS: durationMs.min(1000).default(30_000),
   EXPORTS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** The most an exporter's timeoutMs may be: a request to a slow sink holds one of the EXPORTS_CONCURRENCY slots that long. */
+  EXPORTS_MAX_TIMEOUT_MS: durationMs.min(100).max(120_000).default(10_000),
+  /**
+   * Exporter destinations allowed although they are not public (loopback, private, link-local, …):
+   * comma-separated host names, IP addresses or CIDRs, e.g. `127.0.0.1,10.0.0.0/8` for a collector
+   * on the same network. Everything else must resolve to public addresses only.
+   */
+  TOLLGATE_EXPORTER_ALLOW_HOSTS: z
+    .string()
+    .transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isAllowHostEntry, 'each entry must be a host name, an IP address or a CIDR (address/prefix)')))
+    .default([]),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Requests per second each API key may make, summed over every API replica (Redis-backed); 0 turns the limit off. */

@@ -1,12 +1,17 @@
 import { z } from 'zod';
+import { isReservedHeader } from '../delivery/sink-client';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const exporterNameSchema = z.string().regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
 
 const httpUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' });
-const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a valid HTTP header name');
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a valid HTTP header name')
+  .refine((h) => !isReservedHeader(h), 'is set by the sender (Host and the headers that frame the request cannot be configured)');
+const headerValue = z.string().min(1).max(4096).regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must not contain control characters (line breaks included)');
 /** Sent with every request and stored encrypted (they usually carry credentials). */
-const secretHeaders = z.record(headerName, z.string().min(1).max(4096)).refine((h) => Object.keys(h).length <= 20, 'must have at most 20 headers');
+const secretHeaders = z.record(headerName, headerValue).refine((h) => Object.keys(h).length <= 20, 'must have at most 20 headers');
 
 const batchSchema = z.strictObject({
   /** Most events in one request. */
@@ -28,8 +33,11 @@ const retrySchema = z.strictObject({
 const common = {
   batch: batchSchema.default(batchSchema.parse({})),
   retry: retrySchema.default(retrySchema.parse({})),
-  /** Per request; a request that takes longer is a failed attempt. */
-  timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /**
+   * Per request; a request that takes longer is a failed attempt. At most EXPORTS_MAX_TIMEOUT_MS
+   * (checked by the service, which also fills the default: 10 s, or that cap when lower).
+   */
+  timeoutMs: z.number().int().min(100).max(120_000).optional(),
   /** Batches dead-lettered in a row before the exporter pauses itself. */
   pauseAfterFailures: z.number().int().min(1).max(1000).default(3),
   /** Where a new exporter starts: events committed from now on (default), or the project's whole log. Ignored on update. */
@@ -70,16 +78,21 @@ export interface ExporterSecrets {
 
 /** What is stored in `settings`: the validated body without its secrets and startFrom. */
 export type ExporterSettings =
-  | Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom'>
-  | Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom'>;
+  | (Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number })
+  | (Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number });
 
-export function splitSecrets(body: PutExporter): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** The field that names an exporter's destination, for errors. */
+export const destinationField = (body: Pick<PutExporter, 'type'>) => (body.type === 'webhook' ? 'url' : 'endpoint');
+
+export function splitSecrets(body: PutExporter, timeoutMs: number): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
   if (body.type === 'webhook') {
     const { signingSecret, headers, startFrom: _s, ...settings } = body;
-    return { settings, secrets: { signingSecret, ...(headers ? { headers } : {}) } };
+    return { settings: { ...settings, timeoutMs }, secrets: { signingSecret, ...(headers ? { headers } : {}) } };
   }
   const { headers, startFrom: _s, ...settings } = body;
-  return { settings, secrets: headers ? { headers } : null };
+  return { settings: { ...settings, timeoutMs }, secrets: headers ? { headers } : null };
 }
 
 export const replaySchema = z

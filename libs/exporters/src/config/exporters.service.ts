@@ -4,26 +4,36 @@ import { AppError, Config } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import { ExportJobs } from '../delivery/export-jobs';
 import { exporterLags, listBatches, logHead, resumeExporter, reviveDeadLetters, rewindCheckpoint, type BatchRow } from '../delivery/export-state.sql';
+import { Destinations } from '../destination/destinations';
+import { tracesUrl } from '../wire/otlp';
 import { recordOf, type ExporterRecord } from './exporter-record';
-import { splitSecrets, type PutExporter } from './exporter-settings';
+import { DEFAULT_TIMEOUT_MS, destinationField, splitSecrets, type PutExporter } from './exporter-settings';
 import { SecretBox } from './secret-box';
 
 /** Exporter configuration and operations, as the API offers them. */
 @Injectable()
 export class ExportersService {
   private readonly box: SecretBox | null;
+  private readonly maxTimeoutMs: number;
 
   constructor(
     private readonly prisma: PrismaService,
     private readonly jobs: ExportJobs,
+    private readonly destinations: Destinations,
     config: Config,
   ) {
     const key = config.values.TOLLGATE_SECRET_KEY;
     this.box = key ? new SecretBox(key) : null;
+    this.maxTimeoutMs = config.values.EXPORTS_MAX_TIMEOUT_MS;
   }
 
   async put(projectId: string, name: string, body: PutExporter) {
-    const { settings, secrets } = splitSecrets(body);
+    const timeoutMs = body.timeoutMs ?? Math.min(DEFAULT_TIMEOUT_MS, this.maxTimeoutMs);
+    if (timeoutMs > this.maxTimeoutMs) throw AppError.validation('timeoutMs', `must be at most ${this.maxTimeoutMs} (the operator's EXPORTS_MAX_TIMEOUT_MS)`);
+    const field = destinationField(body);
+    const refusal = await this.destinations.refusal(body.type === 'webhook' ? body.url : tracesUrl(body.endpoint));
+    if (refusal) throw AppError.validation(field, refusal);
+    const { settings, secrets } = splitSecrets(body, timeoutMs);
     if (secrets && !this.box) {
       throw new AppError('not_configured', 'This exporter has secrets (a signing secret or headers), which are stored encrypted: the server needs TOLLGATE_SECRET_KEY (32+ characters) set to accept it');
     }

@@ -12,10 +12,14 @@ export const EXPORT_BACKOFF = 'exporter-jitter';
 export class ExportJobs {
   constructor(@InjectQueue('exports') readonly queue: Queue) {}
 
-  /** Asks for a drain; while one runs, at most one more waits (BullMQ deduplication). */
-  async drain(exporterId: string): Promise<void> {
+  /**
+   * Asks for a drain; while one runs, at most one more waits (BullMQ deduplication). `delayMs`
+   * holds it back, for a drain its project's share of the slots had no room for.
+   */
+  async drain(exporterId: string, delayMs = 0): Promise<void> {
     const data: JobPayload<'exports', 'export.drain'> = { exporterId };
     await this.queue.add('export.drain', data, {
+      delay: delayMs,
       deduplication: { id: `drain-${exporterId}`, keepLastIfActive: true },
       removeOnComplete: true,
       removeOnFail: 100,

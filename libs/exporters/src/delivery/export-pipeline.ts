@@ -7,16 +7,27 @@ import { randomBytes } from 'node:crypto';
 import { recordOf, typesOf, type ExporterRecord } from '../config/exporter-record';
 import type { ExporterSecrets } from '../config/exporter-settings';
 import { SecretBox, SecretKeyError } from '../config/secret-box';
+import { Destinations } from '../destination/destinations';
 import { toOtlpTraces, tracesUrl } from '../wire/otlp';
 import { webhookRequest } from '../wire/webhook';
 import { toWireEvent, type WireEvent } from '../wire/wire-event';
 import { cutBatch, matchesTypes } from './batching';
 import { ExportJobs } from './export-jobs';
 import { claimBatch, completeBatch, deadLetterBatch, findBatch, listBatches, pauseExporter, readRange, recordAttempt, setBatchJob, skipRange, type BatchRow } from './export-state.sql';
-import { backoffMs, postToSink, SinkError } from './sink-error';
+import { ProjectShares } from './project-shares';
+import { postToSink } from './sink-client';
+import { backoffMs, SinkError } from './sink-error';
 
 /** How long one drain job keeps sending batches before it hands over to a new job. */
 const DRAIN_BUDGET_MS = 5000;
+
+/** A job over its project's share comes back after about this long (jittered, so deferred jobs spread out). */
+const deferMs = () => 150 + Math.round(Math.random() * 100);
+
+/** The slot a job holds in its project's share, once it took one. */
+interface Slot {
+  release: (() => void) | null;
+}
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(10).toString('hex')}`;
 
@@ -36,14 +47,19 @@ type Outcome = { result: 'delivered' } | { result: 'retry'; failure: SinkError }
 export class ExportPipeline {
   private readonly logger = new Logger('exporters');
   private readonly box: SecretBox | null;
+  private readonly shares: ProjectShares;
+  private readonly maxTimeoutMs: number;
 
   constructor(
     private readonly prisma: PrismaService,
     private readonly jobs: ExportJobs,
+    private readonly destinations: Destinations,
     config: Config,
   ) {
     const key = config.values.TOLLGATE_SECRET_KEY;
     this.box = key ? new SecretBox(key) : null;
+    this.shares = new ProjectShares(config.values.EXPORTS_CONCURRENCY);
+    this.maxTimeoutMs = config.values.EXPORTS_MAX_TIMEOUT_MS;
   }
 
   async load(exporterId: string): Promise<ExporterRecord | null> {
@@ -64,6 +80,15 @@ export class ExportPipeline {
    * was interrupted (its worker died) and now takes the batch over.
    */
   async drain(exporterId: string, jobId: string): Promise<{ state: string; batches: number; waitMs?: number }> {
+    const slot: Slot = { release: null };
+    try {
+      return await this.drainIn(slot, exporterId, jobId);
+    } finally {
+      slot.release?.();
+    }
+  }
+
+  private async drainIn(slot: Slot, exporterId: string, jobId: string): Promise<{ state: string; batches: number; waitMs?: number }> {
     const deadline = Date.now() + DRAIN_BUDGET_MS;
     let batches = 0;
     for (let round = 0; ; round++) {
@@ -94,6 +119,12 @@ export class ExportPipeline {
         await pauseExporter(this.prisma, exporter.id, (err as Error).message);
         return { state: 'paused', batches };
       }
+      slot.release ??= this.shares.tryEnter(exporter.projectId);
+      if (!slot.release) {
+        // The project has its share of the slots running: this one goes to the next job in the queue.
+        await this.jobs.drain(exporterId, deferMs());
+        return { state: 'deferred', batches };
+      }
       const claim = { id: newId('xb'), exporterId: exporter.id, from: exporter.checkpoint, to, logRows: cut.rows.length, eventCount: cut.events.length, jobId };
       if (!(await claimBatch(this.prisma, claim))) return { state: 'raced', batches };
       const claimed: BatchRow = { ...claim, status: 'in_flight', attempts: 0, lastError: null, createdAt: new Date(), failedAt: null };
@@ -106,11 +137,11 @@ export class ExportPipeline {
     }
   }
 
-  private async scheduleRetry(exporter: ExporterRecord, batchId: string, priorAttempts: number, previous?: SinkError): Promise<void> {
+  private async scheduleRetry(exporter: ExporterRecord, batchId: string, priorAttempts: number, previous?: SinkError, delayMs?: number): Promise<void> {
     const jobId = `${batchId}-${Date.now().toString(36)}`;
     await setBatchJob(this.prisma, batchId, jobId);
     const { retry } = exporter.settings;
-    await this.jobs.deliver(batchId, jobId, exporter, priorAttempts, backoffMs(priorAttempts, retry.initialBackoffMs, retry.maxBackoffMs, Math.random, previous?.retryAfterMs));
+    await this.jobs.deliver(batchId, jobId, exporter, priorAttempts, delayMs ?? backoffMs(priorAttempts, retry.initialBackoffMs, retry.maxBackoffMs, Math.random, previous?.retryAfterMs));
   }
 
   /**
@@ -139,6 +170,20 @@ export class ExportPipeline {
     if (!batch || batch.status === 'dead') return { state: 'gone' };
     const exporter = await this.load(batch.exporterId);
     if (!exporter) return { state: 'gone' };
+    const release = this.shares.tryEnter(exporter.projectId);
+    if (!release) {
+      // Its project has its share of the slots running: the same attempt, a little later.
+      await this.scheduleRetry(exporter, batch.id, batch.attempts, undefined, deferMs());
+      return { state: 'deferred' };
+    }
+    try {
+      return await this.deliverIn(exporter, batch);
+    } finally {
+      release();
+    }
+  }
+
+  private async deliverIn(exporter: ExporterRecord, batch: BatchRow): Promise<{ state: string; events?: number }> {
     let secrets: ExporterSecrets;
     try {
       secrets = this.secretsOf(exporter);
@@ -167,7 +212,9 @@ export class ExportPipeline {
       await this.send(exporter, secrets, batch, events, serialized);
     } catch (err) {
       exporterBatchLatency.observe({ type: exporter.type }, elapsed());
-      const failure = err instanceof SinkError ? err : new SinkError(String((err as Error)?.message ?? err), false);
+      // Anything but a SinkError is ours, not the sink's: retried, and its text kept in the log only.
+      const failure = err instanceof SinkError ? err : new SinkError('the delivery failed in the worker (see its log)', false, undefined, undefined, String((err as Error)?.message ?? err));
+      if (failure.detail) this.logger.warn({ msg: 'delivery failed', exporter: exporter.name, project: exporter.projectId, batch: batch.id, error: failure.message, cause: failure.detail });
       await recordAttempt(this.prisma, batch.id, failure.message);
       const attempts = batch.attempts + 1;
       if (!failure.permanent && attempts < exporter.settings.retry.maxAttempts) {
@@ -195,13 +242,15 @@ export class ExportPipeline {
 
   private async send(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[], serialized?: string[]): Promise<void> {
     const s = exporter.settings;
+    // An exporter saved under a higher cap (or before there was one) gets today's.
+    const timeoutMs = Math.min(s.timeoutMs, this.maxTimeoutMs);
     if (s.type === 'webhook') {
       if (!secrets.signingSecret) throw new SinkError('webhook exporter has no signing secret', true);
       const req = webhookRequest({ batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events }, signingSecret: secrets.signingSecret, headers: secrets.headers, serializedEvents: serialized });
-      await postToSink(s.url, req.body, { ...req.headers, 'x-tollgate-exporter': exporter.name }, s.timeoutMs);
+      await postToSink(this.destinations, s.url, req.body, { ...req.headers, 'x-tollgate-exporter': exporter.name }, timeoutMs);
       return;
     }
     const body = JSON.stringify(toOtlpTraces(events, s.serviceName));
-    await postToSink(tracesUrl(s.endpoint), body, { ...(secrets.headers ?? {}), 'content-type': 'application/json' }, s.timeoutMs);
+    await postToSink(this.destinations, tracesUrl(s.endpoint), body, { ...(secrets.headers ?? {}), 'content-type': 'application/json' }, timeoutMs);
   }
 }

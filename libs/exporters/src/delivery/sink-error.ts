@@ -1,4 +1,4 @@
-/** A sink answered or failed in a way worth retrying (network, timeout, 408, 429, 5xx). */
+/** A delivery failed; `permanent` when a retry cannot change the outcome. `message` is what the tenant sees. */
 export class SinkError extends Error {
   constructor(
     message: string,
@@ -6,6 +6,8 @@ export class SinkError extends Error {
     readonly status?: number,
     /** From a Retry-After header, when the sink sent one. */
     readonly retryAfterMs?: number,
+    /** The cause, for the worker's log only: never stored nor shown to the tenant. */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -14,30 +16,6 @@ export class SinkError extends Error {
 /** 408 and 429 mean "later"; any other 4xx (and 3xx: redirects are not followed) will not change on retry. */
 export function isPermanentStatus(status: number): boolean {
   return status >= 300 && status < 500 && status !== 408 && status !== 429;
-}
-
-function retryAfterMs(header: string | null): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-/** POSTs a body with a hard timeout; resolves on 2xx, throws a SinkError otherwise. */
-export async function postToSink(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<number> {
-  let res: Response;
-  try {
-    res = await fetch(url, { method: 'POST', body, headers: { 'user-agent': 'tollgate-exporter/0.1', ...headers }, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    const reason = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
-    throw new SinkError(`POST ${url} failed: ${reason}`, false);
-  }
-  const text = await res.text().catch(() => '');
-  if (res.status >= 200 && res.status < 300) return res.status;
-  const excerpt = text.slice(0, 300).replace(/\s+/g, ' ');
-  throw new SinkError(`POST ${url} answered ${res.status}${excerpt ? `: ${excerpt}` : ''}`, isPermanentStatus(res.status), res.status, retryAfterMs(res.headers.get('retry-after')));
 }
 
 /**
