@@ -5,6 +5,6 @@ export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader'
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
 export { EVENT_COLUMNS, EVENT_SELECT } from './event-columns';
-export { poolSql, inTransaction, sqlLiteral } from './sql';
-export type { Sql } from './sql';
+export { poolSql, inTransaction, sqlLiteral, inlineParams } from './sql';
+export type { Sql, TxSql } from './sql';
 export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';

@@ -2,7 +2,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
-import { inTransaction, poolSql, type Sql } from './sql';
+import { inTransaction, poolSql, type Sql, type TxSql } from './sql';
 
 /**
  * The one Prisma client of a process, on a pg pool we own so that pool usage can be reported
@@ -38,7 +38,7 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
   }
 
   /** One transaction on one connection of the pool, for hot-path SQL. */
-  transaction<T>(fn: (sql: Sql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening?: readonly string[]): Promise<T> {
+  transaction<T>(fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening?: readonly string[]): Promise<T> {
     return inTransaction(this.pool, fn, timeoutMs, opening);
   }
 

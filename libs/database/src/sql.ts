@@ -27,6 +27,15 @@ function statementName(text: string): string {
   return name;
 }
 
+/** A transaction's connection. */
+export interface TxSql extends Sql {
+  /**
+   * Runs `text` (statements without parameters: see {@link sqlLiteral}) and COMMIT in one round
+   * trip, and returns the rows of `text`'s last statement. The transaction ends there.
+   */
+  commitWith<T = Record<string, unknown>>(text: string): Promise<T[]>;
+}
+
 export function poolSql(pool: Pool | PoolClient): Sql {
   return {
     async query<T>(text: string, ...params: unknown[]): Promise<T[]> {
@@ -43,16 +52,25 @@ export function poolSql(pool: Pool | PoolClient): Sql {
  * `opening` are statements without parameters sent with BEGIN in the same round trip (a simple
  * query may hold several); `fn` gets the rows of the last of them.
  */
-export async function inTransaction<T>(pool: Pool, fn: (sql: Sql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening: readonly string[] = []): Promise<T> {
+export async function inTransaction<T>(pool: Pool, fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening: readonly string[] = []): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  let committed = false;
+  const tx: TxSql = {
+    ...poolSql(client),
+    async commitWith<R>(text: string): Promise<R[]> {
+      const results = (await client.query(`${text}; COMMIT`)) as unknown as { rows: R[] }[];
+      committed = true;
+      return results[results.length - 2].rows;
+    },
+  };
   try {
     const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
     const statements = ['BEGIN', ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]), ...opening];
     const results = (await client.query(statements.join('; '))) as unknown as { rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[];
     const last = Array.isArray(results) ? results[results.length - 1] : results;
-    const result = await fn(poolSql(client), opening.length ? last.rows : []);
-    await client.query('COMMIT');
+    const result = await fn(tx, opening.length ? last.rows : []);
+    if (!committed) await client.query('COMMIT');
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch((e: Error) => (broken = e));
@@ -70,4 +88,17 @@ export async function inTransaction<T>(pool: Pool, fn: (sql: Sql, opened: Record
 export function sqlLiteral(value: string): string {
   if (value.includes('\u0000')) throw new Error('a SQL literal cannot hold NUL');
   return `'${value.replace(/'/g, "''")}'`;
+}
+
+/** `text` with its `$n` placeholders replaced by the literals of `params` (strings, numbers, null). */
+export function inlineParams(text: string, params: readonly (string | number | null)[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const v = params[Number(n) - 1];
+    if (v === null) return 'NULL';
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) throw new Error('a SQL literal cannot be a non-finite number');
+      return String(v);
+    }
+    return sqlLiteral(v);
+  });
 }

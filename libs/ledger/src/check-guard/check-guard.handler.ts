@@ -12,7 +12,7 @@ import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
 import { heldInputTokens, marginFromBins } from './estimate-margins';
-import { existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, writeGuardOutcome, type ExistingReservation } from './guard-batch.sql';
+import { commitGuardOutcome, existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, type ExistingReservation } from './guard-batch.sql';
 import {
   decideInOrder,
   emptyUsage,
@@ -222,15 +222,16 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         }
       }
       const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
-      const made = await writeGuardOutcome(
+      const made = await commitGuardOutcome(
         tx,
         projectId,
         decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
         decided.flatMap((d) => d.outcome.events),
       );
-      // A step reserved by another replica between our read and our insert keeps that reservation.
+      // Committed. A step reserved by another replica between our read and our insert keeps that
+      // reservation (committed too, so it is read outside the transaction).
       const lost = decided.filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id)).map((d) => d.check.request.stepId!);
-      const theirs = lost.length ? await readExistingReservations(tx, projectId, lost) : new Map<string, ExistingReservation>();
+      const theirs = lost.length ? await readExistingReservations(this.prisma.sql, projectId, lost) : new Map<string, ExistingReservation>();
       return results.map((r) => {
         if (!('outcome' in r)) return r;
         const { outcome, check } = r;

@@ -1,4 +1,4 @@
-import { sqlLiteral, type Sql } from '@tollgate/database';
+import { inlineParams, sqlLiteral, type Sql, type TxSql } from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import { eventRecord } from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
@@ -48,7 +48,7 @@ export function existingByStep(rows: readonly Record<string, unknown>[]): Map<st
   return new Map(rows.map((r) => [String(r.step_id), { ...(r as unknown as ExistingReservation), expires_at: new Date(r.expires_at as Date).toISOString() }]));
 }
 
-/** The reservations some steps hold, read inside the current transaction. */
+/** The reservations some steps hold (rare: a retried step, or one reserved by another replica meanwhile). */
 export async function readExistingReservations(tx: Sql, projectId: string, stepIds: readonly string[]): Promise<Map<string, ExistingReservation>> {
   return existingByStep(await tx.query(existingReservationsStatement(projectId, stepIds)));
 }
@@ -60,8 +60,21 @@ export async function readExistingReservations(tx: Sql, projectId: string, stepI
  */
 export async function writeGuardOutcome(tx: Sql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
   if (!reservations.length && !events.length) return new Set();
-  const rows = await tx.query<{ id: string }>(
-    `WITH rin AS (
+  const rows = await tx.query<{ id: string }>(OUTCOME_SQL, ...outcomeParams(projectId, reservations, events));
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * {@link writeGuardOutcome}, sent with COMMIT in one round trip (its values as literals): the
+ * reservations are durable when this returns, and the transaction is over.
+ */
+export async function commitGuardOutcome(tx: TxSql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
+  if (!reservations.length && !events.length) return new Set();
+  const rows = await tx.commitWith<{ id: string }>(inlineParams(OUTCOME_SQL, outcomeParams(projectId, reservations, events)));
+  return new Set(rows.map((r) => r.id));
+}
+
+const OUTCOME_SQL = `WITH rin AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, step_id text, scope_keys text[], context_keys text[], cost_micros bigint, cost_unit text,
          input_tokens bigint, output_tokens bigint, estimated_input_tokens bigint, provider text, model text, created_at timestamptz, expires_at timestamptz)
      ),
@@ -93,7 +106,10 @@ export async function writeGuardOutcome(tx: Sql, projectId: string, reservations
          FROM kept k JOIN claimed USING (event_id)
        RETURNING 1
      )
-     SELECT id FROM made`,
+     SELECT id FROM made`;
+
+function outcomeParams(projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): [string, string, string] {
+  return [
     JSON.stringify(
       reservations.map((r) => ({
         id: r.id,
@@ -113,8 +129,7 @@ export async function writeGuardOutcome(tx: Sql, projectId: string, reservations
     ),
     projectId,
     JSON.stringify(events.map(eventRecord)),
-  );
-  return new Set(rows.map((r) => r.id));
+  ];
 }
 
 /** Histogram of actual ÷ estimated input tokens for one provider and model (see estimate-margins.ts). */
