@@ -72,6 +72,35 @@ export const guardEstimateSchema = z.strictObject({
 });
 export type GuardEstimate = z.infer<typeof guardEstimateSchema>;
 
+/** `POST /v1/estimate`: what a step would cost, before making it. */
+export const estimateRequestSchema = z
+  .strictObject({
+    provider: shortText(128),
+    model: shortText(256),
+    /** The step's input tokens, when the caller counted them… */
+    inputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000).optional(),
+    /** …or its messages, counted here with o200k (the margin for the provider's own tokenizer is applied on top). */
+    messages: z
+      .array(z.strictObject({ role: shortText(64), content: z.string().max(4_000_000, 'must be at most 4000000 characters') }))
+      .min(1, 'must hold at least one message')
+      .max(10_000, 'must hold at most 10000 messages')
+      .optional(),
+    maxOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.inputTokens === undefined) === (r.messages === undefined)) ctx.addIssue({ code: 'custom', path: ['inputTokens'], message: 'give exactly one of inputTokens and messages' });
+  });
+export type EstimateRequest = z.infer<typeof estimateRequestSchema>;
+
+/** What `POST /v1/estimate` answers: the step's cost as the guard would reserve it. */
+export interface EstimateResponse extends GuardEstimateView {
+  provider: string;
+  model: string;
+  /** The input tokens before the margin: as given, or as counted. */
+  countedInputTokens: number;
+  counted: 'given' | 'o200k';
+}
+
 export const guardCheckRequestSchema = z
   .strictObject({
     context: guardContextSchema,

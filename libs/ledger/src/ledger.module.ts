@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
 import { CheckGuardHandler } from './check-guard/check-guard.handler';
+import { EstimateController } from './estimate/estimate.controller';
+import { StepPricer } from './estimate/step-pricer';
 import { GuardController } from './check-guard/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
 import { ReservationsService } from './reservations/reservations.service';
@@ -12,14 +14,14 @@ import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, PriceOverrides, ProjectsService, ReservationsService],
-  exports: [PriceOverrides, ProjectsService, ReservationsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, PriceOverrides, ProjectsService, ReservationsService],
+  exports: [StepPricer, PriceOverrides, ProjectsService, ReservationsService],
 })
 export class LedgerModule {}
 
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EventsController, AdminController, PricesController, GuardController, PoliciesController],
+  controllers: [EstimateController, EventsController, AdminController, PricesController, GuardController, PoliciesController],
 })
 export class LedgerHttpModule {}

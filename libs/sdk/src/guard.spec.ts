@@ -30,6 +30,17 @@ const reserving = { ...request, estimate: { provider: 'openai', model: 'gpt-4o',
 const reserved: GuardCheckResponse = { ...allow, reservation: { id: 'rsv-1', estimatedCost: 0.0007, costUnit: 'USD', inputTokens: 100, outputTokens: 50, expiresAt: '2026-12-01T10:05:00.000Z' } };
 const gaps = (requests: FakeRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i].at);
 
+describe('guard.estimate', () => {
+  it('posts the step and returns its price; refuses a malformed one before sending', async () => {
+    const priced = { provider: 'openai', model: 'gpt-4o', countedInputTokens: 1000, counted: 'given', cost: 0.0045, costUnit: 'USD', priced: true, inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1 };
+    const { c, service } = client(() => ({ status: 200, body: priced }));
+    expect(await run(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 }))).toEqual(priced);
+    expect(service.requests[0]).toMatchObject({ path: '/v1/estimate', method: 'POST', body: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 } });
+    await expect(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', maxOutputTokens: 1 })).rejects.toMatchObject({ code: 'validation_failed', field: 'inputTokens' });
+    expect(service.requests).toHaveLength(1);
+  });
+});
+
 describe('guard.check', () => {
   it('posts the request, with defaults applied by the shared schema, and returns the decision', async () => {
     const { c, service } = client(() => ({ status: 200, body: allow }));

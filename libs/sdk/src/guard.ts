@@ -1,4 +1,4 @@
-import { guardCheckRequestSchema, type GuardCheckRequestInput, type GuardCheckResponse } from '../../contracts/src/guard';
+import { estimateRequestSchema, guardCheckRequestSchema, type EstimateResponse, type GuardCheckRequestInput, type GuardCheckResponse } from '../../contracts/src/guard';
 import { problemsOf } from '../../contracts/src/validation';
 import { sleep, type Clock } from './clock';
 import { TollgateError } from './errors';
@@ -119,6 +119,22 @@ export class GuardApi {
         asOf: new Date(this.clock.now()).toISOString(),
       };
     }
+  }
+
+  /**
+   * `POST /v1/estimate`: what a step would cost before making it — priced exactly as the guard
+   * would reserve it (the input tokens times the margin for the provider's tokenizer). Give the
+   * step's `inputTokens`, or its `messages` to have them counted with o200k.
+   *
+   * @throws {@link TollgateError} `validation_failed` naming the field, or when the service refuses or cannot be reached.
+   */
+  async estimate(request: { provider: string; model: string; inputTokens?: number; messages?: { role: string; content: string }[]; maxOutputTokens: number }): Promise<EstimateResponse> {
+    const parsed = estimateRequestSchema.safeParse(request, { reportInput: true });
+    if (!parsed.success) {
+      const [first] = problemsOf(parsed.error);
+      throw new TollgateError(`Invalid estimate: ${first.field} ${first.reason}`, { code: 'validation_failed', field: first.field });
+    }
+    return this.transport.request<EstimateResponse>({ method: 'POST', path: '/v1/estimate', body: parsed.data, timeoutMs: this.options.timeoutMs, retries: this.options.retries });
   }
 
   /**

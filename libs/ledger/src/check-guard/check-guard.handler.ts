@@ -7,12 +7,11 @@ import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '
 import { AppError, Caches, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
-import { normalizeModel, normalizeProvider, priceStep } from '../pricing/price-step';
+import { StepPricer } from '../estimate/step-pricer';
 import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
-import { heldInputTokens, marginFromBins } from './estimate-margins';
-import { commitGuardOutcome, existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, type ExistingReservation } from './guard-batch.sql';
+import { commitGuardOutcome, existingByStep, lockScopesStatements, readExistingReservations, type ExistingReservation } from './guard-batch.sql';
 import {
   decideInOrder,
   emptyUsage,
@@ -23,7 +22,6 @@ import {
   type CheckOutcome,
   type EffectiveLimit,
   type NewReservation,
-  type StepEstimate,
   type UsageTotals,
 } from './guard-decision';
 import { GroupCommit } from './group-commit';
@@ -53,16 +51,12 @@ const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'deny', fallback: null, m
 /** A lock wait past lock_timeout, or a statement past its timeout: load, not an outage. */
 const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
 
-/** How long a learned margin is used before settlements are read again. */
-const MARGIN_TTL_MS = 10_000;
-
 class ReadTimeout extends Error {}
 
 @CommandHandler(CheckGuard)
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
   private readonly logger = new Logger('guard');
   private readonly reads = new CoalescedReads<UsageRead>();
-  private readonly margins = new Map<string, { at: number; margin: Promise<number> }>();
   private readonly commits: GroupCommit<LoadedCheck, CheckResult>;
 
   constructor(
@@ -71,6 +65,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly config: Config,
     private readonly clock: Clock,
     private readonly caches: Caches,
+    private readonly pricer: StepPricer,
   ) {
     const v = config.values;
     this.commits = new GroupCommit<LoadedCheck, CheckResult>(
@@ -164,7 +159,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   private async load(projectId: string, request: GuardCheckRequest, now: Date): Promise<LoadedCheck> {
     const settings = ((await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null) ?? NO_SETTINGS;
     const { limits, skipped } = effectiveLimits(request, settings.policies, settings.money.base);
-    const estimate = request.estimate ? await this.priceEstimate(projectId, request.estimate, settings, now) : undefined;
+    const estimate = request.estimate ? await this.pricer.price(projectId, request.estimate, settings, now) : undefined;
     return {
       request,
       settings,
@@ -241,32 +236,6 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     }, this.config.values.GUARD_TIMEOUT_MS, opening);
   }
 
-  /** Prices the step as it will be held: input tokens times the margin its provider's tokenizer needs. */
-  private async priceEstimate(projectId: string, e: NonNullable<GuardCheckRequest['estimate']>, settings: ProjectSettings, now: Date): Promise<StepEstimate> {
-    const margin = await this.marginFor(projectId, e.provider, e.model);
-    const inputTokens = heldInputTokens(e.inputTokens, margin);
-    const base = { provider: e.provider, model: e.model, rawInputTokens: e.inputTokens, inputTokens, outputTokens: e.maxOutputTokens, margin };
-    const cost = priceStep({ provider: e.provider, model: e.model, usage: { inputTokens, outputTokens: e.maxOutputTokens } }, now, settings.overrides);
-    if (cost.priced) return { ...base, costMicros: Number(cost.costMicros), costUnit: cost.currency, priced: true, ...(cost.priceId ? { priceId: cost.priceId } : {}) };
-    if (settings.unpricedPolicy === 'fallback' && settings.fallback) {
-      const f = settings.fallback;
-      return { ...base, costMicros: Math.ceil(inputTokens * f.inputPerMillion + e.maxOutputTokens * f.outputPerMillion), costUnit: f.currency, priced: false, fallback: 'project' };
-    }
-    return { ...base, costMicros: null, costUnit: null, priced: false };
-  }
-
-  private marginFor(projectId: string, provider: string, model: string): Promise<number> {
-    const p = normalizeProvider(provider);
-    const m = normalizeModel(provider, model);
-    const key = `${projectId}\u001f${p}\u001f${m}`;
-    const cached = this.margins.get(key);
-    if (cached && Date.now() - cached.at < MARGIN_TTL_MS) return cached.margin;
-    if (this.margins.size > 10_000) this.margins.clear();
-    const margin = readEstimateRatios(this.prisma.sql, projectId, p, m).then((bins) => marginFromBins(bins, p));
-    this.margins.set(key, { at: Date.now(), margin });
-    margin.catch(() => this.margins.delete(key));
-    return margin;
-  }
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

@@ -1,0 +1,30 @@
+import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { estimateRequestSchema, type EstimateRequest, type EstimateResponse } from '@tollgate/contracts';
+import { PrismaService } from '@tollgate/database';
+import { AuthGuard, Caches, Clock, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { estimateView } from '../check-guard/guard-decision';
+import { readProjectSettings, type ProjectSettings } from '../check-guard/project-settings.sql';
+import { countMessageTokens } from './count-tokens';
+import { StepPricer } from './step-pricer';
+
+@Controller('v1/estimate')
+@UseGuards(AuthGuard)
+export class EstimateController {
+  constructor(
+    private readonly pricer: StepPricer,
+    private readonly prisma: PrismaService,
+    private readonly caches: Caches,
+    private readonly clock: Clock,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  @RequireScope('guard')
+  @Documented({ summary: 'What a step would cost before making it, priced as the guard would reserve it', tag: 'guard', auth: 'guard', body: estimateRequestSchema })
+  async estimate(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(estimateRequestSchema)) body: EstimateRequest): Promise<EstimateResponse> {
+    const settings = (await this.caches.projects.get(principal.projectId, () => readProjectSettings(this.prisma.sql, principal.projectId))) as ProjectSettings;
+    const counted = body.messages ? countMessageTokens(body.messages) : body.inputTokens!;
+    const priced = await this.pricer.price(principal.projectId, { provider: body.provider, model: body.model, inputTokens: counted, maxOutputTokens: body.maxOutputTokens }, settings, this.clock.now());
+    return { provider: body.provider, model: body.model, countedInputTokens: counted, counted: body.messages ? 'o200k' : 'given', ...estimateView(priced) };
+  }
+}
