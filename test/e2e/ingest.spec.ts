@@ -85,6 +85,23 @@ describe('POST /v1/events', () => {
     expect(Number(row.input_cost_micros) + Number(row.output_cost_micros)).toBe(12300);
   });
 
+  it('stores a provider-reported cost of 0 for a step with tokens as reported, flagged and counted', async () => {
+    const counted = async () => Number(/^tollgate_zero_cost_steps_total (\d+)/m.exec((await call(svc.url, 'GET', '/metrics')).body as string)?.[1] ?? 0);
+    const before = await counted();
+    const free = stepEvent({ cost: { amount: 0, currency: 'USD', source: 'gateway' } });
+    const empty = stepEvent({ cost: { amount: 0, currency: 'USD' }, usage: { inputTokens: 0, outputTokens: 0 } });
+    await post([free, empty]);
+    const [row] = await stored(project.id, free.eventId);
+    expect({ cost: Number(row.cost_micros), source: row.cost_source, unpriced: row.unpriced, data: row.data }).toEqual({
+      cost: 0,
+      source: 'provider',
+      unpriced: false,
+      data: { reportedCost: { amount: 0, currency: 'USD', source: 'gateway' }, zeroCostWithTokens: true },
+    });
+    expect((await stored(project.id, empty.eventId))[0].data).toEqual({ reportedCost: { amount: 0, currency: 'USD' } });
+    expect((await counted()) - before).toBe(1);
+  });
+
   it('accepts an event for a month that has no partition yet, when the operator allows that backfill', async () => {
     const backfill = await startService({ INGEST_MAX_AGE_DAYS: '9000' });
     try {

@@ -62,6 +62,13 @@ export const reservationsExceeded = new Counter({
   registers: [metricsRegistry],
 });
 
+/** Steps whose provider reported a cost of 0 although they used tokens (stored as reported, flagged). */
+export const zeroCostSteps = new Counter({
+  name: 'tollgate_zero_cost_steps_total',
+  help: 'Step events with a provider-reported cost of 0 and tokens (flagged zeroCostWithTokens)',
+  registers: [metricsRegistry],
+});
+
 /** Reserving checks waiting for their scope's group commit. */
 export const guardQueueDepth = new Gauge({
   name: 'tollgate_guard_queue_depth',

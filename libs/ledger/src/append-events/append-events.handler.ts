@@ -7,11 +7,11 @@ import { StepUsageRecorded } from '../events';
 import { priceStep } from '../pricing/price-step';
 import { PriceOverrides } from '../prices/price-overrides.repository';
 import { AppendEvents } from './append-events.command';
-import { insertStepEvents, type StepRow } from './insert-step-events.sql';
+import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
 import { readReservationContexts } from '../reservations/release-reservation.sql';
 import { scopeKeysOf } from '../check-guard/effective-limits';
-import { reservationsExceeded } from '@tollgate/observability/metrics';
+import { reservationsExceeded, zeroCostSteps } from '@tollgate/observability/metrics';
 
 @CommandHandler(AppendEvents)
 export class AppendEventsHandler implements ICommandHandler<AppendEvents, IngestResponse> {
@@ -55,6 +55,7 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
         const { position, exceeded } = step;
         results[index] = { index, eventId: event.eventId, status: 'accepted', position, ...(exceeded ? { reservationExceeded: exceeded } : {}) };
         if (exceeded) reservationsExceeded.inc();
+        if (isZeroCostWithTokens(event)) zeroCostSteps.inc();
         const cost = rows[i].cost;
         published.push(new StepUsageRecorded(projectId, BigInt(position), event, cost.priced ? cost.costMicros : null));
       });

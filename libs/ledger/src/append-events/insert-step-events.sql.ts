@@ -14,6 +14,12 @@ export interface StepRow {
   cost: PricedCost;
 }
 
+/**
+ * A provider that reports a cost of 0 for a step that used tokens is believed (the cost is stored
+ * as reported) but flagged: it is as often a missing price as a free model.
+ */
+export const isZeroCostWithTokens = (e: StepUsageEvent) => e.cost !== undefined && e.cost.amount === 0 && e.usage.inputTokens + e.usage.outputTokens > 0;
+
 /** jsonb_to_recordset column list; kept beside the mapping below so the two cannot drift. */
 const RECORD_COLUMNS = `event_id text, occurred_at timestamptz, trace_id text, span_id text, run_id text,
   thread_id text, resource_id text, user_id text, organization_id text, session_id text,
@@ -65,7 +71,7 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
     unpriced: !cost.priced,
     labels: e.labels ?? null,
     tags: e.tags ?? [],
-    data: e.cost ? { reportedCost: e.cost } : null,
+    data: e.cost ? { reportedCost: e.cost, ...(isZeroCostWithTokens(e) ? { zeroCostWithTokens: true } : {}) } : null,
   };
 }
 
