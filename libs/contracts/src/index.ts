@@ -1,3 +1,4 @@
 export * from './step-event';
 export * from './validation';
 export * from './guard';
+export * from './usage/normalize-usage';

@@ -24,6 +24,25 @@ export type { Clock } from './clock';
 export { stepUsageEventSchema, usageSchema } from '../../contracts/src/step-event';
 export type { StepUsageEvent, StepUsageEventInput, Usage, IngestResponse, IngestResult } from '../../contracts/src/step-event';
 export { guardCheckRequestSchema } from '../../contracts/src/guard';
+// One normalization of provider usage to Tollgate's meaning (input includes cache reads and
+// writes, output includes reasoning), the one the Mastra integration and the processors use.
+export { fromOpenAI, fromAnthropic, fromGemini, fromBedrock, fromAiSdk, fromMastraUsageStats } from '../../contracts/src/usage/normalize-usage';
+export type {
+  NormalizedUsage,
+  UsageCounts,
+  CacheWritesByTtl,
+  OpenAIChatUsage,
+  OpenAIResponsesUsage,
+  AnthropicUsage,
+  GeminiUsageMetadata,
+  GeminiModalityTokenCount,
+  BedrockUsage,
+  AiSdkUsage,
+  AiSdkV3Usage,
+  AiSdkFlatUsage,
+  AiSdkUsageContext,
+  MastraUsageStats,
+} from '../../contracts/src/usage/normalize-usage';
 export type {
   GuardCheckRequest,
   GuardCheckRequestInput,

@@ -14,6 +14,7 @@ import type {
 import { TokenCountCache } from '../token-count/count-cache';
 import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
 import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
+import { fromAiSdk } from '../tollgate/normalize-usage';
 import { checkUntilServed, isBusy } from '../tollgate/busy-retry';
 import type { GuardCheckRequest, GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
 import { formatCost, formatViolationMessage } from './violation-message';
@@ -141,7 +142,8 @@ export interface CostGuardStepArgs extends TracingShape {
   requestContext?: RequestContextShape;
   state: Record<string, unknown>;
   stepNumber: number;
-  steps: ReadonlyArray<{ usage?: StepUsageShape }>;
+  /** Completed steps; each one's usage and provider metadata (where AI SDK 5 Anthropic and Bedrock models put cache writes). */
+  steps: ReadonlyArray<{ usage?: StepUsageShape; providerMetadata?: Readonly<Record<string, unknown>> }>;
   runId?: string;
   model?: ModelShape;
   modelSettings?: { maxOutputTokens?: number };
@@ -161,6 +163,9 @@ interface PendingStep {
   reservationId?: string;
   provider: string;
   model: string;
+  /** The model's provider id as the AI SDK gives it (`anthropic.messages`): it says what its usage means. */
+  providerId: string;
+  specVersion?: 'v2' | 'v3';
   context: GuardContext;
   recorded: boolean;
 }
@@ -291,6 +296,8 @@ export class CostGuardProcessor {
   /**
    * Records the step's actual usage as soon as the step ends, settling its reservation. Mastra
    * calls this on input processors too, so registering the guard as an input processor is enough.
+   * The usage is recorded in Tollgate's meaning whatever the provider (an Anthropic step's cache
+   * reads and writes inside its input tokens; see `fromAiSdk`).
    */
   async processLLMResponse(args: CostGuardResponseArgs): Promise<void> {
     const client = this.options.client;
@@ -298,8 +305,9 @@ export class CostGuardProcessor {
     const run = this.runState(args.state);
     const step = run.pending.findLast((p) => p.stepIndex === args.stepNumber);
     const finish = args.chunks.find((c) => c.type === 'finish' || c.type === 'step-finish');
-    const usage = (finish?.payload as { output?: { usage?: StepUsageShape } } | undefined)?.output?.usage;
-    if (step && usage) await this.record(client, run, step, usage);
+    const payload = finish?.payload as FinishPayload | undefined;
+    const usage = payload?.output?.usage;
+    if (step && usage) await this.record(client, run, step, usage, payload.providerMetadata ?? payload.metadata?.providerMetadata);
   }
 
   /**
@@ -332,7 +340,7 @@ export class CostGuardProcessor {
     const entityName = args.agent?.name ?? args.agent?.id;
     const context: GuardContext = { ...ids, entityType: 'agent', ...(entityName ? { entityName } : {}) };
     const failMode = this.options.failMode ?? 'open';
-    const step: PendingStep = { stepIndex: args.stepNumber, provider, model, context, recorded: false };
+    const step: PendingStep = { stepIndex: args.stepNumber, provider, model, ...usageMeaning(args.model, provider), context, recorded: false };
     const request: GuardCheckRequest = {
       context,
       limits: [
@@ -497,17 +505,21 @@ export class CostGuardProcessor {
     const client = this.options.client!;
     for (const step of run.pending) {
       if (step.recorded) continue;
-      const usage = steps[step.stepIndex]?.usage;
-      if (!usage) continue;
+      const done = steps[step.stepIndex];
+      if (!done?.usage) continue;
       step.context = { ...ids, ...step.context };
-      await this.record(client, run, step, usage);
+      await this.record(client, run, step, done.usage, done.providerMetadata);
     }
   }
 
-  private async record(client: TollgateGuardClient, run: RunState, step: PendingStep, usage: StepUsageShape): Promise<void> {
+  private async record(client: TollgateGuardClient, run: RunState, step: PendingStep, usage: StepUsageShape, providerMetadata: Readonly<Record<string, unknown>> | undefined): Promise<void> {
     if (step.recorded) return;
     step.recorded = true;
     const c = step.context;
+    // Providers disagree on what input tokens are (Anthropic's leave the cache out), and AI SDK 5
+    // passes each one's meaning through. An event with cache reads above its input total would be
+    // refused, leaving the reservation to hold the worst case until it expires.
+    const normalized = fromAiSdk(usage, { provider: step.providerId, providerMetadata, specVersion: step.specVersion });
     const event: StepUsageEvent = {
       eventId: `${run.runKey}:${step.stepIndex}`,
       occurredAt: new Date().toISOString(),
@@ -516,12 +528,7 @@ export class CostGuardProcessor {
       entityType: c.entityType ?? 'agent',
       provider: step.provider,
       model: step.model,
-      usage: {
-        inputTokens: usage.inputTokens ?? 0,
-        outputTokens: usage.outputTokens ?? 0,
-        ...(usage.cachedInputTokens ? { cacheReadTokens: usage.cachedInputTokens } : {}),
-        ...(usage.reasoningTokens ? { reasoningTokens: usage.reasoningTokens } : {}),
-      },
+      usage: normalized.usage,
       ...(step.reservationId ? { reservationId: step.reservationId } : {}),
       stepIndex: step.stepIndex,
     };
@@ -590,6 +597,20 @@ interface Finding {
 
 function finding(f: GuardFinding): Finding {
   return { usage: f.usage, limit: f.limit, unit: f.unit };
+}
+
+/** The `finish` chunk's payload, as far as recording reads it. */
+interface FinishPayload {
+  output?: { usage?: StepUsageShape };
+  providerMetadata?: Readonly<Record<string, unknown>>;
+  metadata?: { providerMetadata?: Readonly<Record<string, unknown>> };
+}
+
+/** What the step's usage will mean: the model's full provider id (`anthropic.messages`) and spec version. */
+function usageMeaning(model: ModelShape | undefined, provider: string): Pick<PendingStep, 'providerId' | 'specVersion'> {
+  if (typeof model !== 'object' || model === null) return { providerId: provider };
+  const spec = (model as { specificationVersion?: unknown }).specificationVersion;
+  return { providerId: model.provider ?? provider, ...(spec === 'v2' || spec === 'v3' ? { specVersion: spec } : {}) };
 }
 
 function attempt(run: RunState, stepIndex: number): string {

@@ -6,6 +6,8 @@
  * package loads without the SDK.
  */
 
+import type { UsageCounts } from './normalize-usage';
+
 /** Scopes a limit can apply to. */
 export type GuardScope = 'run' | 'thread' | 'resource' | 'user' | 'organization' | 'session';
 
@@ -169,7 +171,8 @@ export interface StepUsageEvent {
   entityName?: string;
   provider: string;
   model: string;
-  usage: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; reasoningTokens?: number };
+  /** Tollgate's meaning: input includes cache reads and writes, output includes reasoning; breakdowns are parts. */
+  usage: UsageCounts;
   /** Settles this reservation: the held estimate is replaced by the actual usage. */
   reservationId?: string;
   stepIndex?: number;

@@ -36,11 +36,31 @@ describe('metricsToStepEvents', () => {
     ]);
   });
 
-  it('clamps breakdowns a provider reported above their totals, and fills required fields Mastra left empty', () => {
+  it('fills required fields Mastra left empty', () => {
     const [event] = metricsToStepEvents([
       metric('mastra_model_total_input_tokens', 100, { spanId: 's', provider: null, model: null, entityType: null, traceId: null, runId: 'run-9' }),
-      metric('mastra_model_input_cache_read_tokens', 150, { spanId: 's', provider: null, model: null, entityType: null, traceId: null, runId: 'run-9' }),
+      metric('mastra_model_input_cache_read_tokens', 40, { spanId: 's', provider: null, model: null, entityType: null, traceId: null, runId: 'run-9' }),
     ]);
-    expect(event).toMatchObject({ traceId: 'run-9', provider: 'unknown', model: 'unknown', entityType: 'agent', usage: { inputTokens: 100, outputTokens: 0, cacheReadTokens: 100 } });
+    expect(event).toMatchObject({ traceId: 'run-9', provider: 'unknown', model: 'unknown', entityType: 'agent', usage: { inputTokens: 100, outputTokens: 0, cacheReadTokens: 40 } });
+  });
+
+  it('counts cache reads above the input total inside it (Mastra over an AI SDK 5 Anthropic model leaves them out), instead of cutting them to fit', () => {
+    // The step: 50 uncached and 10,000 cache-read tokens; Mastra's total says 50.
+    const [event] = metricsToStepEvents([
+      metric('mastra_model_total_input_tokens', 50, { spanId: 's', provider: 'anthropic', model: 'claude-sonnet-4-20250514' }),
+      metric('mastra_model_total_output_tokens', 20, { spanId: 's', provider: 'anthropic', model: 'claude-sonnet-4-20250514' }),
+      metric('mastra_model_input_cache_read_tokens', 10_000, { spanId: 's', provider: 'anthropic', model: 'claude-sonnet-4-20250514' }),
+      metric('mastra_model_input_cache_write_tokens', 0, { spanId: 's', provider: 'anthropic', model: 'claude-sonnet-4-20250514' }),
+    ]);
+    expect(event!.usage).toEqual({ inputTokens: 10_050, outputTokens: 20, cacheReadTokens: 10_000 });
+  });
+
+  it('counts reasoning above the output total inside it (Mastra over an AI SDK 5 Gemini model leaves the thoughts out)', () => {
+    const [event] = metricsToStepEvents([
+      metric('mastra_model_total_input_tokens', 900, { spanId: 's', provider: 'google', model: 'gemini-2.5-flash' }),
+      metric('mastra_model_total_output_tokens', 42, { spanId: 's', provider: 'google', model: 'gemini-2.5-flash' }),
+      metric('mastra_model_output_reasoning_tokens', 120, { spanId: 's', provider: 'google', model: 'gemini-2.5-flash' }),
+    ]);
+    expect(event!.usage).toEqual({ inputTokens: 900, outputTokens: 162, reasoningTokens: 120 });
   });
 });

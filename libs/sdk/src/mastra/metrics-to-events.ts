@@ -1,4 +1,5 @@
 import { MAX_ID_LENGTH, MAX_TAGS } from '../../../contracts/src/step-event';
+import { fromMastraUsageStats } from '../../../contracts/src/usage/normalize-usage';
 import type { RecordStepEvent } from '../events/prepare-event';
 
 /**
@@ -53,6 +54,13 @@ const tokens = (v: number): number => (Number.isFinite(v) && v > 0 ? Math.round(
  * metrics of one LLM call share its traceId and spanId). The event id is derived from the span,
  * so writing the same metrics twice records the step once. Metrics that are not model token or
  * duration metrics are ignored; a span with no total token metric yields no event.
+ *
+ * A span's usage is normalized like the SDK's other paths (`fromMastraUsageStats`): Mastra over
+ * an AI SDK 5 Anthropic model reports an input total without the cache reads, so cache reads and
+ * writes above the input total are added to it rather than cut to fit (and reasoning above the
+ * output total likewise). Parts that fit their total are taken as included: the metrics do not
+ * say which model spec produced them. The step processor (`TollgateStepProcessor`) sees the
+ * model and its provider metadata, so it is exact in every case.
  */
 export function metricsToStepEvents(metrics: readonly MastraMetricLike[]): RecordStepEvent[] {
   const groups = new Map<string, MastraMetricLike[]>();
@@ -82,13 +90,13 @@ export function metricsToStepEvents(metrics: readonly MastraMetricLike[]): Recor
       usage[field] += tokens(m.value);
       seen.add(field);
     }
-    // Tollgate's usage rule: breakdowns are parts of the totals, never added on top. Clamp so a
-    // provider's inconsistent report is stored rather than refused.
-    usage.cacheReadTokens = Math.min(usage.cacheReadTokens, usage.inputTokens);
-    usage.cacheWriteTokens = Math.min(usage.cacheWriteTokens, usage.inputTokens - usage.cacheReadTokens);
-    usage.audioInputTokens = Math.min(usage.audioInputTokens, usage.inputTokens);
-    usage.imageInputTokens = Math.min(usage.imageInputTokens, usage.inputTokens);
-    usage.reasoningTokens = Math.min(usage.reasoningTokens, usage.outputTokens);
+    const detail = (field: UsageField) => (seen.has(field) ? usage[field] : undefined);
+    const normalized = fromMastraUsageStats({
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      inputDetails: { cacheRead: detail('cacheReadTokens'), cacheWrite: detail('cacheWriteTokens'), audio: detail('audioInputTokens'), image: detail('imageInputTokens') },
+      outputDetails: { reasoning: detail('reasoningTokens') },
+    }).usage;
     const first = group[0];
     const pick = <K extends keyof MastraMetricLike>(k: K) => group.find((m) => m[k] !== undefined && m[k] !== null)?.[k];
     const traceId = id(pick('traceId') as string) ?? id(pick('runId') as string) ?? 'mastra-untraced';
@@ -110,11 +118,7 @@ export function metricsToStepEvents(metrics: readonly MastraMetricLike[]): Recor
       entityName: id(pick('entityName') as string),
       provider: (str(pick('provider') as string) ?? 'unknown').slice(0, 128),
       model: (str(pick('model') as string) ?? 'unknown').slice(0, 256),
-      usage: {
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        ...Object.fromEntries([...seen].filter((f) => f !== 'inputTokens' && f !== 'outputTokens').map((f) => [f, usage[f]])),
-      },
+      usage: normalized,
       durationMs,
       reservationId: typeof reservation === 'string' ? id(reservation) : undefined,
       tags: tags.length ? tags : undefined,

@@ -1,5 +1,6 @@
 import type { ProcessAPIErrorArgs, ProcessInputStepArgs, ProcessOutputStepArgs, Processor } from '@mastra/core/processors';
 import type { GuardCheckResponse, GuardLimit } from '../../../contracts/src/guard';
+import { fromAiSdk } from '../../../contracts/src/usage/normalize-usage';
 import type { TollgateClient } from '../client';
 import { TollgateError } from '../errors';
 import type { RecordStepEvent } from '../events/prepare-event';
@@ -53,6 +54,9 @@ interface StepState {
   runId?: string;
   provider?: string;
   model?: string;
+  /** The model's provider id as the AI SDK gives it (`anthropic.messages`): it says what its usage means. */
+  providerId?: string;
+  specVersion?: 'v2' | 'v3';
   startedAt?: number;
   reservationId?: string;
 }
@@ -60,6 +64,7 @@ interface StepState {
 interface ModelLike {
   provider?: string;
   modelId?: string;
+  specificationVersion?: string;
 }
 
 const STATE_KEY = 'tollgateStep';
@@ -126,6 +131,9 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     const { provider, model } = providerOf(args.model);
     state.provider = provider;
     state.model = model;
+    const m = (typeof args.model === 'string' ? {} : (args.model ?? {})) as ModelLike;
+    state.providerId = m.provider ?? provider;
+    state.specVersion = m.specificationVersion === 'v2' || m.specificationVersion === 'v3' ? m.specificationVersion : undefined;
     state.startedAt = Date.now();
     state.reservationId = undefined;
     const guard = this.options.guard;
@@ -161,17 +169,19 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     state.reservationId = decision.reservation?.id;
   }
 
-  /** Records the step's usage as a step event (settling its reservation, when there is one). */
+  /**
+   * Records the step's usage as a step event (settling its reservation, when there is one), in
+   * Tollgate's meaning whatever the provider and AI SDK major: an Anthropic or Bedrock step's cache
+   * reads and writes are counted inside its input tokens, a Gemini step's thoughts inside its
+   * output tokens (see `fromAiSdk` in the contracts).
+   */
   async processOutputStep(args: ProcessOutputStepArgs<TollgateTripwireMetadata>) {
     const state = this.state(args);
     try {
       const scope = this.scope(args, state);
-      const u = args.usage as { inputTokens?: number; outputTokens?: number; cachedInputTokens?: number; reasoningTokens?: number; raw?: { inputTokens?: { cacheWrite?: number } } } | undefined;
-      const inputTokens = u?.inputTokens ?? 0;
-      const outputTokens = u?.outputTokens ?? 0;
-      const cacheRead = Math.min(u?.cachedInputTokens ?? 0, inputTokens);
-      const cacheWrite = Math.min(u?.raw?.inputTokens?.cacheWrite ?? 0, inputTokens - cacheRead);
-      const reasoning = Math.min(u?.reasoningTokens ?? 0, outputTokens);
+      // Providers disagree on what input tokens are (Anthropic's leave the cache out), and AI SDK 5
+      // passes each one's meaning through: normalized, the usage is Tollgate's whatever the model.
+      const { usage } = fromAiSdk(args.usage, { provider: state.providerId ?? state.provider ?? 'unknown', providerMetadata: args.providerMetadata, specVersion: state.specVersion });
       const ctx = args.requestContext as { get(key: string): unknown } | undefined;
       const event: RecordStepEvent = {
         ...scope,
@@ -179,13 +189,7 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
         entityName: this.options.entityName,
         provider: state.provider ?? 'unknown',
         model: state.model ?? 'unknown',
-        usage: {
-          inputTokens,
-          outputTokens,
-          ...(cacheRead ? { cacheReadTokens: cacheRead } : {}),
-          ...(cacheWrite ? { cacheWriteTokens: cacheWrite } : {}),
-          ...(reasoning ? { reasoningTokens: reasoning } : {}),
-        },
+        usage,
         durationMs: state.startedAt !== undefined ? Math.max(0, Date.now() - state.startedAt) : undefined,
         finishReason: args.finishReason || undefined,
         stepIndex: args.stepNumber,
