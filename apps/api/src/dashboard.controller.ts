@@ -16,17 +16,18 @@ function findAssetRoot(): string {
   return found;
 }
 
-const TYPES: Record<string, string> = { '.js': 'application/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+// Maps, not objects: the file name comes from the URL, and `__proto__` or `toString` is not a file.
+const TYPES = new Map([['.js', 'application/javascript; charset=utf-8'], ['.css', 'text/css; charset=utf-8'], ['.svg', 'image/svg+xml']]);
 
 // uPlot (MIT, ~50 kB minified) draws the charts; served from node_modules so the dashboard works offline.
 const uplotDist = join(dirname(require.resolve('uplot/package.json')), 'dist');
-const VENDOR: Record<string, string> = { 'uPlot.iife.min.js': TYPES['.js'], 'uPlot.min.css': TYPES['.css'] };
+const VENDOR = new Map([['uPlot.iife.min.js', TYPES.get('.js')!], ['uPlot.min.css', TYPES.get('.css')!]]);
 
 @Controller('dashboard')
 export class DashboardController {
   private readonly root = findAssetRoot();
   // Only the files that exist at boot are served: no path from the request reaches the file system.
-  private readonly assets = new Set(readdirSync(this.root).filter((f) => TYPES[extname(f)]));
+  private readonly assets = new Set(readdirSync(this.root).filter((f) => TYPES.has(extname(f))));
 
   @Get()
   @Header('content-type', 'text/html; charset=utf-8')
@@ -39,12 +40,12 @@ export class DashboardController {
   async asset(@Param('file') file: string, @Res() reply: FastifyReply) {
     if (!this.assets.has(file)) throw new NotFoundException();
     const body = await readFile(join(this.root, file));
-    void reply.header('content-type', TYPES[extname(file)]).header('cache-control', 'no-cache').send(body);
+    void reply.header('content-type', TYPES.get(extname(file))!).header('cache-control', 'no-cache').send(body);
   }
 
   @Get('vendor/:file')
   async vendor(@Param('file') file: string, @Res() reply: FastifyReply) {
-    const type = VENDOR[file];
+    const type = VENDOR.get(file);
     if (!type) throw new NotFoundException();
     const body = await readFile(join(uplotDist, file));
     void reply.header('content-type', type).header('cache-control', 'public, max-age=86400').send(body);

@@ -6,11 +6,12 @@ import { dirname, join } from 'node:path';
 
 // swagger-ui-dist ships the UI as static files (resolved, not required: its index loads the whole bundle); served from here so /docs works offline.
 const uiRoot: string = dirname(require.resolve('swagger-ui-dist/package.json'));
-const ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
-  'swagger-ui-standalone-preset.js': 'application/javascript; charset=utf-8',
-};
+// A Map, not an object: the file name comes from the URL, and `toString` is not a file.
+const ASSETS = new Map([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'application/javascript; charset=utf-8'],
+  ['swagger-ui-standalone-preset.js', 'application/javascript; charset=utf-8'],
+]);
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Tollgate API</title>
@@ -39,7 +40,7 @@ export class DocsController {
 
   @Get('assets/:file')
   async asset(@Param('file') file: string, @Res() reply: FastifyReply) {
-    const type = ASSETS[file];
+    const type = ASSETS.get(file);
     if (!type) throw new NotFoundException();
     const body = await readFile(join(uiRoot, file));
     void reply.header('content-type', type).header('cache-control', 'public, max-age=86400').send(body);

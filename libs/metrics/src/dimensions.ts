@@ -27,16 +27,18 @@ export const RAW_DIMENSIONS = {
   spanId: 'span_id',
 } as const;
 
-export const DIMENSION_COLUMNS: Record<string, string> = { ...LOW_DIMENSIONS, ...SCOPE_DIMENSIONS, ...RAW_DIMENSIONS };
-
 export type DimensionLocation = 'low' | 'scope' | 'raw';
 
-export function locationOf(field: string): DimensionLocation | 'name' | 'label' {
-  if (field === 'name') return 'name';
-  if (field in LOW_DIMENSIONS) return 'low';
-  if (field in SCOPE_DIMENSIONS) return 'scope';
-  if (field in RAW_DIMENSIONS) return 'raw';
-  return 'label';
+// A Map, not an object: a field name comes from the request, and `constructor` or `__proto__`
+// must be a label key like any other, not a prototype member taken for a column.
+type Dimension = { location: DimensionLocation; column: string };
+const located = (location: DimensionLocation, dims: Record<string, string>) => Object.entries(dims).map(([field, column]): [string, Dimension] => [field, { location, column }]);
+const DIMENSIONS: ReadonlyMap<string, Dimension> = new Map([...located('low', LOW_DIMENSIONS), ...located('scope', SCOPE_DIMENSIONS), ...located('raw', RAW_DIMENSIONS)]);
+
+/** Where a field's values live, and its column when it is a record dimension; any other name is a label key. */
+export function dimensionOf(field: string): { location: DimensionLocation | 'name' | 'label'; column?: string } {
+  if (field === 'name') return { location: 'name' };
+  return DIMENSIONS.get(field) ?? { location: 'label' };
 }
 
 export const LOW_COLUMNS = Object.values(LOW_DIMENSIONS);

@@ -54,6 +54,13 @@
  *   rather than silently matching nothing. `requestId` is accepted but no step event carries one,
  *   so it matches nothing (as in Mastra's own store for records without it). `entityType` is free
  *   text (agents report more types than Mastra's enum).
+ * - Timestamps are ISO-8601 strings with a zone (what the client sends for a Date) between
+ *   2000-01-01 and 9999-12-31, and so is the range `comparePeriod` compares with; a number, null or
+ *   a zone-less date is a 400 (Mastra coerces them). Strings are printable (a control character
+ *   is a 400: no id, name, tag or label of a step event has one). Every list is bounded: `name` and
+ *   `filters.name` ≤ 100, `groupBy` ≤ 16, `percentiles` ≤ 100, `traceIds` ≤ 1000, `tags` ≤ 64,
+ *   `labels` ≤ 64 pairs. A `groupBy` key that is not a column (by own name: `constructor` is not
+ *   one) is a label key, whatever it is called.
  * - An empty `count` is 0 (SQL semantics; Mastra's in-memory store returns null); other empty
  *   aggregations are null, `count_distinct` 0.
  * - `last` is the value of the latest record by occurredAt (ties: later log position, then higher
@@ -62,6 +69,7 @@
  *   `-ms`: how many log events the rollup projection has not read yet, and how old the oldest is.
  *   Answers are exact regardless: events beyond the checkpoint are read from the log.
  */
+import { isAcceptedInstant, isoInstantSchema, MAX_LABELS, MAX_TAGS, shortText } from '@tollgate/contracts';
 import { z } from 'zod';
 import { METRIC_BY_NAME, METRIC_NAMES } from './metric-names';
 
@@ -72,15 +80,31 @@ export const DISTINCT_COLUMNS = [
   'provider', 'model', 'environment', 'executionSource', 'serviceName', 'threadId', 'resourceId',
 ] as const;
 
-const text = z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters');
+/**
+ * Bounds on every list of a query: far above what a dashboard or Mastra asks for, far below what
+ * one SQL statement can hold (PostgreSQL allows 1664 columns; each group key or percentile is one).
+ */
+export const MAX_GROUP_BY = 16;
+export const MAX_PERCENTILES = 100;
+export const MAX_METRIC_NAMES = 100;
+export const MAX_TRACE_IDS = 1000;
+
+// Printable, as every id, name, tag and label a step event carries: a control character matches nothing.
+const text = shortText(1024);
+const noControl = /^[^\p{Cc}\p{Cs}]*$/u;
+// Strings are ISO-8601 (Mastra's client sends Date#toISOString()); numbers, null or a date without a zone are not instants.
+const instant = isoInstantSchema.transform((s) => new Date(s));
 const unsupported = z
   .unknown()
   .refine(() => false, 'is a Mastra filter on a dimension that Tollgate step events do not carry')
   .optional();
 
+const knownName = z.string().refine((n) => METRIC_BY_NAME.has(n), { message: `is not a known metric name (known: ${METRIC_NAMES.join(', ')})` });
+const names = z.array(knownName, { error: 'must be an array of metric names' }).min(1, 'must hold at least one metric name').max(MAX_METRIC_NAMES, `must hold at most ${MAX_METRIC_NAMES} metric names`);
+
 export const dateRangeSchema = z.strictObject({
-  start: z.coerce.date({ error: 'must be an ISO-8601 timestamp' }).optional(),
-  end: z.coerce.date({ error: 'must be an ISO-8601 timestamp' }).optional(),
+  start: instant.optional(),
+  end: instant.optional(),
   startExclusive: z.boolean().optional(),
   endExclusive: z.boolean().optional(),
 });
@@ -88,7 +112,7 @@ export const dateRangeSchema = z.strictObject({
 export const metricsFilterSchema = z.strictObject({
   timestamp: dateRangeSchema.optional(),
   traceId: text.optional(),
-  traceIds: z.array(text).min(1, 'must hold at least one trace id').max(1000, 'must hold at most 1000 trace ids').optional(),
+  traceIds: z.array(text).min(1, 'must hold at least one trace id').max(MAX_TRACE_IDS, `must hold at most ${MAX_TRACE_IDS} trace ids`).optional(),
   spanId: text.optional(),
   runId: text.optional(),
   threadId: text.optional(),
@@ -104,9 +128,13 @@ export const metricsFilterSchema = z.strictObject({
   costUnit: text.optional(),
   environment: text.optional(),
   serviceName: text.optional(),
-  tags: z.array(text).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  name: z.array(text).min(1, 'must hold at least one metric name').optional(),
+  // A record has at most MAX_TAGS tags and MAX_LABELS labels: a filter needing more matches nothing.
+  tags: z.array(text).max(MAX_TAGS, `must hold at most ${MAX_TAGS} tags`).optional(),
+  labels: z
+    .record(shortText(128), z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'))
+    .refine((l) => Object.keys(l).length <= MAX_LABELS, `must hold at most ${MAX_LABELS} labels`)
+    .optional(),
+  name: names.optional(),
   entityVersionId: unsupported,
   parentEntityVersionId: unsupported,
   rootEntityVersionId: unsupported,
@@ -120,20 +148,42 @@ export const metricsFilterSchema = z.strictObject({
 });
 export type MetricsFilter = z.infer<typeof metricsFilterSchema>;
 
-const knownName = z.string().refine((n) => METRIC_BY_NAME.has(n), { message: `is not a known metric name (known: ${METRIC_NAMES.join(', ')})` });
-const names = z.array(knownName, { error: 'must be an array of metric names' }).min(1, 'must hold at least one metric name');
 const aggregation = z.enum(AGGREGATIONS, { error: `must be one of ${AGGREGATIONS.join(', ')}` });
 const distinctColumn = z.enum(DISTINCT_COLUMNS, { error: `must be one of ${DISTINCT_COLUMNS.join(', ')}` }).optional();
 const interval = z.enum(Object.keys(INTERVALS) as [keyof typeof INTERVALS], { error: `must be one of ${Object.keys(INTERVALS).join(', ')}` });
-const groupBy = z.array(text, { error: 'must be an array of column names or label keys' }).min(1, 'must hold at least one column or label key');
+const groupBy = z
+  .array(text, { error: 'must be an array of column names or label keys' })
+  .min(1, 'must hold at least one column or label key')
+  .max(MAX_GROUP_BY, `must hold at most ${MAX_GROUP_BY} columns or label keys`);
 
 const needsDistinct = <T extends { aggregation: string; distinctColumn?: string }>(v: T, ctx: z.RefinementCtx) => {
   if (v.aggregation === 'count_distinct' && !v.distinctColumn) ctx.addIssue({ code: 'custom', path: ['distinctColumn'], message: "is required when aggregation is 'count_distinct'" });
 };
 
+export const COMPARE_PERIODS = ['previous_period', 'previous_day', 'previous_week'] as const;
+export type ComparePeriod = (typeof COMPARE_PERIODS)[number];
+const DAY = 86_400_000;
+
+/** The range comparePeriod compares with: shifted back by the range's length, a day or a week, keeping the exclusive flags. */
+export function previousRange(ts: { start: Date; end: Date }, period: ComparePeriod): { start: Date; end: Date } {
+  const shift = period === 'previous_day' ? DAY : period === 'previous_week' ? 7 * DAY : ts.end.getTime() - ts.start.getTime();
+  return { start: new Date(ts.start.getTime() - shift), end: new Date(ts.end.getTime() - shift) };
+}
+
+// The compared range is a range of the query too: it must be one a request could name.
+const comparableRange = (v: { comparePeriod?: ComparePeriod; filters?: { timestamp?: { start?: Date; end?: Date } } }, ctx: z.RefinementCtx) => {
+  const ts = v.filters?.timestamp;
+  if (!v.comparePeriod || !(ts?.start instanceof Date) || !(ts.end instanceof Date)) return;
+  const prev = previousRange({ start: ts.start, end: ts.end }, v.comparePeriod);
+  if (!isAcceptedInstant(prev.start.getTime()) || !isAcceptedInstant(prev.end.getTime())) {
+    ctx.addIssue({ code: 'custom', path: ['comparePeriod'], message: `compares with ${prev.start.toISOString()} to ${prev.end.toISOString()}, outside 2000-01-01 to 9999-12-31` });
+  }
+};
+
 export const aggregateArgsSchema = z
-  .strictObject({ name: names, aggregation, distinctColumn, filters: metricsFilterSchema.optional(), comparePeriod: z.enum(['previous_period', 'previous_day', 'previous_week'], { error: 'must be one of previous_period, previous_day, previous_week' }).optional() })
-  .superRefine(needsDistinct);
+  .strictObject({ name: names, aggregation, distinctColumn, filters: metricsFilterSchema.optional(), comparePeriod: z.enum(COMPARE_PERIODS, { error: `must be one of ${COMPARE_PERIODS.join(', ')}` }).optional() })
+  .superRefine(needsDistinct)
+  .superRefine(comparableRange);
 export type AggregateArgs = z.infer<typeof aggregateArgsSchema>;
 
 export const breakdownArgsSchema = z
@@ -156,17 +206,22 @@ export type TimeSeriesArgs = z.infer<typeof timeSeriesArgsSchema>;
 
 export const percentilesArgsSchema = z.strictObject({
   name: knownName,
-  percentiles: z.array(z.number({ error: 'must be a number' }).min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1')).min(1, 'must hold at least one percentile'),
+  percentiles: z
+    .array(z.number({ error: 'must be a number' }).min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1'))
+    .min(1, 'must hold at least one percentile')
+    .max(MAX_PERCENTILES, `must hold at most ${MAX_PERCENTILES} percentiles`),
   interval,
   filters: metricsFilterSchema.optional(),
 });
 export type PercentilesArgs = z.infer<typeof percentilesArgsSchema>;
 
 const limit = z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').optional();
-export const metricNamesQuerySchema = z.strictObject({ prefix: z.string().optional(), limit });
-export const labelKeysQuerySchema = z.strictObject({ metricName: z.string({ error: 'is required' }).min(1, 'is required') });
-export const labelValuesQuerySchema = z.strictObject({ metricName: z.string({ error: 'is required' }).min(1, 'is required'), labelKey: z.string({ error: 'is required' }).min(1, 'is required'), prefix: z.string().optional(), limit });
-export const entityTypeQuerySchema = z.strictObject({ entityType: z.string().min(1).optional() });
+const prefix = z.string({ error: 'must be a string' }).max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters').optional();
+const required = z.string({ error: 'is required' }).min(1, 'is required').max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters');
+export const metricNamesQuerySchema = z.strictObject({ prefix, limit });
+export const labelKeysQuerySchema = z.strictObject({ metricName: required });
+export const labelValuesQuerySchema = z.strictObject({ metricName: required, labelKey: required, prefix, limit });
+export const entityTypeQuerySchema = z.strictObject({ entityType: text.optional() });
 export const noQuerySchema = z.strictObject({});
 
 /** How far the rollup projection is behind the log when the answer was computed. */

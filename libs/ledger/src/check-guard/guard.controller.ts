@@ -9,7 +9,7 @@ import { ReservationsService } from '../reservations/reservations.service';
 import { readExceededReservations } from '../reservations/exceeded.sql';
 import { CheckGuard } from './check-guard.command';
 
-// `<scope>:<id>`, the id checked as a context id is: the routes look it up as one.
+// `<scope>:<id>`, its id checked as a context id: the routes look it up as one.
 const scopeKey = z
   .string({ error: 'must look like resource:<id>' })
   .regex(/^(run|thread|resource|user|organization|session):.+$/s, 'must look like resource:<id>')

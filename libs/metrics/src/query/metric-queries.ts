@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '@tollgate/platform';
 import {
   INTERVALS,
+  previousRange,
   type AggregateArgs,
   type AggregateResponse,
   type BreakdownArgs,
@@ -20,8 +21,6 @@ import { aggregateRecords, percentilesOf, type AggregatedRow, type QueryAnswer }
 import { MetricsReadDb } from './metrics-read-db';
 
 export type WithLag<T> = T & { lag: ProjectionLag };
-
-const DAY = 86_400_000;
 
 function valueOf(row: AggregatedRow | undefined, aggregation: AggregateArgs['aggregation']): number | null {
   const count = row?.count ?? 0;
@@ -77,8 +76,7 @@ export class MetricQueries {
     };
     const ts = args.filters?.timestamp;
     if (args.comparePeriod && ts?.start && ts.end) {
-      const shift = args.comparePeriod === 'previous_day' ? DAY : args.comparePeriod === 'previous_week' ? 7 * DAY : ts.end.getTime() - ts.start.getTime();
-      const before = await run({ ...args.filters, timestamp: { ...ts, start: new Date(ts.start.getTime() - shift), end: new Date(ts.end.getTime() - shift) } });
+      const before = await run({ ...args.filters, timestamp: { ...ts, ...previousRange({ start: ts.start, end: ts.end }, args.comparePeriod) } });
       response.previousValue = valueOf(before.rows[0], args.aggregation);
       response.previousEstimatedCost = costOf(before.rows[0]);
       response.changePercent = change(response.value, response.previousValue);

@@ -1,4 +1,4 @@
-import { DIMENSION_COLUMNS, locationOf } from '../dimensions';
+import { dimensionOf } from '../dimensions';
 import type { MetricsFilter } from '../mastra-contract';
 import { METRIC_BY_NAME } from '../metric-names';
 import { GRANULARITY_MS, type Granularity, type Range } from './time-cover';
@@ -36,8 +36,7 @@ const ABSENT_FIELDS = new Set(['parentEntityType', 'parentEntityName', 'rootEnti
 
 export function fieldRef(field: string): FieldRef {
   if (ABSENT_FIELDS.has(field)) return { field, location: 'none' };
-  const location = locationOf(field);
-  return { field, location, column: DIMENSION_COLUMNS[field] };
+  return { field, ...dimensionOf(field) };
 }
 
 /** [from, to) in ms from Mastra's inclusive-unless-flagged range (occurredAt has ms precision). */
@@ -57,14 +56,13 @@ export function buildQuery(
   shape: { groups?: string[]; distinct?: string; bucketMs?: number; last?: boolean },
 ): MetricQuery {
   const f = filters ?? {};
-  let ids = names.map((n) => METRIC_BY_NAME.get(n)!.id);
-  if (f.name) {
-    const also = new Set(f.name.map((n) => METRIC_BY_NAME.get(n)?.id));
-    ids = ids.filter((id) => also.has(id));
-  }
+  const requested = names.map((n) => METRIC_BY_NAME.get(n)!.id);
+  const also = f.name ? new Set(f.name.map((n) => METRIC_BY_NAME.get(n)?.id)) : null;
+  const ids = also ? requested.filter((id) => also.has(id)) : requested;
   return {
     projectId,
-    metricIds: [...new Set(ids)],
+    // No metric left after filters.name: the query still runs (for its lag) over the requested ones, matching nothing.
+    metricIds: [...new Set(ids.length ? ids : requested)],
     range: rangeOf(f.timestamp),
     equals: EQUALITY_FIELDS.filter((k) => f[k] !== undefined).map((k) => ({ ref: fieldRef(k), value: f[k]! })),
     traceIds: f.traceIds,

@@ -11,9 +11,10 @@ type Frame = { keys: Set<string> | null; path: PropertyKey[]; index: number };
 
 /**
  * Finds what `JSON.parse` accepts silently but we refuse: a key given twice in one object (the
- * last one would win, so a client and the service could read different values), and nesting
- * deeper than `maxDepth`. Runs on text JSON.parse has accepted, so it only tracks structure.
- * Returns the problem with the field path, or null.
+ * last one would win, so a client and the service could read different values), a `__proto__`
+ * or `constructor.prototype` key (prototype poisoning), and nesting deeper than `maxDepth`. Runs
+ * on text JSON.parse has accepted, so it only tracks structure. Returns the problem with the
+ * field path, or null.
  */
 export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH): { field: string; reason: string } | null {
   const stack: Frame[] = [];
@@ -44,6 +45,9 @@ export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH
         const key = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : raw;
         const top = stack[stack.length - 1];
         if (top.keys!.has(key)) return { field: fieldPath([...top.path, key]), reason: 'is given twice in one object' };
+        // What Fastify's parser refuses as prototype poisoning, named (it only says "not valid JSON").
+        if (key === '__proto__') return { field: fieldPath([...top.path, key]), reason: 'is not accepted as a key (it names an object prototype)' };
+        if (key === 'prototype' && top.path[top.path.length - 1] === 'constructor') return { field: fieldPath([...top.path, key]), reason: 'is not accepted as a key of constructor (it names an object prototype)' };
         top.keys!.add(key);
         pendingKey = key;
         expectKey = false;
@@ -75,10 +79,20 @@ export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH
 type Done = (err: Error | null, body?: unknown) => void;
 type DefaultJsonParser = (req: unknown, body: string, done: Done) => void;
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The body parser for application/json: refuses invalid UTF-8 (instead of turning it into U+FFFD),
  * duplicate keys and deep nesting with a 400 naming the place, then hands the text to Fastify's
- * own parser, which keeps the __proto__ / constructor.prototype poisoning protection.
+ * own parser, which keeps the __proto__ / constructor.prototype poisoning protection (and names
+ * the key it refused, which Fastify's error does not).
  */
 export function strictJsonParser(defaultParser: DefaultJsonParser) {
   return (req: unknown, body: Buffer, done: Done): void => {
@@ -91,7 +105,9 @@ export function strictJsonParser(defaultParser: DefaultJsonParser) {
     }
     defaultParser(req, text, (err, value) => {
       if (err) {
-        done(err);
+        // Valid JSON the default parser refused holds a __proto__ or constructor.prototype key: name it.
+        const problem = isJson(text) ? findJsonStructureProblem(text) : null;
+        done(problem ? new AppError('invalid_json', `${problem.field} ${problem.reason}`, problem.field) : err);
         return;
       }
       const problem = findJsonStructureProblem(text);

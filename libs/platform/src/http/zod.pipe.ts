@@ -1,9 +1,13 @@
 import { PipeTransform } from '@nestjs/common';
-import { problemsOf } from '@tollgate/contracts';
+import { findUnstorableText, problemsOf } from '@tollgate/contracts';
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error';
 
-/** Validates a body (or query) with the zod schema the OpenAPI document is generated from. */
+/**
+ * Validates a body, query or path parameter with the zod schema the OpenAPI document is generated
+ * from. Every string and key is first checked for what no route can take as text (NUL, a lone
+ * surrogate): here, once, so no schema can forget it and no such string reaches SQL.
+ */
 export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.infer<S>> {
   constructor(
     private readonly schema: S,
@@ -14,6 +18,8 @@ export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.in
     if (value === undefined || value === null) {
       throw new AppError('validation_failed', 'Request body is required (a JSON object)', this.prefix || '(body)');
     }
+    const unstorable = findUnstorableText(value, this.prefix);
+    if (unstorable) throw AppError.validation(unstorable.field, unstorable.reason);
     const parsed = this.schema.safeParse(value, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error, this.prefix);
