@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoInstantSchema, shortText } from '@tollgate/contracts';
 import { isReservedHeader } from '../delivery/sink-client';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -63,7 +64,7 @@ export const otlpSchema = z.strictObject({
   endpoint: httpUrl,
   headers: secretHeaders.optional(),
   /** service.name of the spans whose event names none. */
-  serviceName: z.string().min(1).max(200).default('tollgate'),
+  serviceName: shortText(200).default('tollgate'),
   ...common,
 });
 
@@ -100,6 +101,6 @@ export const replaySchema = z
     /** Re-send every event at or after this log position. */
     fromPosition: z.number().int().min(0).optional(),
     /** Re-send every event that occurred at or after this time. */
-    fromTime: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' }).optional(),
+    fromTime: isoInstantSchema.optional(),
   })
   .refine((b) => (b.fromPosition === undefined) !== (b.fromTime === undefined), { message: 'give exactly one of fromPosition and fromTime', path: ['fromPosition'] });
