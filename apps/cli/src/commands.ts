@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
-import { ProjectsService } from '@tollgate/ledger';
+import { ProjectsService, Repricer, repriceSchema, type RepriceSummary } from '@tollgate/ledger';
+import { problemsOf } from '@tollgate/contracts';
 import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/metrics';
 import { KEY_SCOPES, type KeyScope } from '@tollgate/platform';
 import { ProgressBar } from './progress';
@@ -12,7 +13,7 @@ export interface CliCommand {
   /** Options parsed with node:util parseArgs. */
   options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
   /** Needs the Nest application context (database, queues). */
-  run(ctx: INestApplicationContext, values: Record<string, unknown>, positionals: string[]): Promise<void>;
+  run(ctx: INestApplicationContext, values: Record<string, unknown>, positionals: string[], stderr?: NodeJS.WriteStream): Promise<void>;
 }
 
 const print = (value: unknown) => process.stdout.write(JSON.stringify(value, null, 2) + '\n');
@@ -22,6 +23,15 @@ function scopesOf(raw: unknown): KeyScope[] {
   const bad = list.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
   if (!list.length || bad.length) throw new Error(`--scopes must be a comma-separated list of ${KEY_SCOPES.join(', ')}${bad.length ? ` (unknown: ${bad.join(', ')})` : ''}`);
   return list as KeyScope[];
+}
+
+/** The one line a reprice ends with (and all it prints when stderr is not a terminal). */
+export function repriceSummaryLine(s: RepriceSummary): string {
+  const delta = Object.entries(s.deltaByUnit).map(([unit, d]) => `${d.costMicros >= 0 ? '+' : ''}${d.costMicros} micro-${unit}`);
+  return (
+    `${s.dryRun ? 'dry run: would reprice' : 'repriced'} ${s.repriced} of ${s.scanned} steps (${s.unchanged} unchanged, ${s.providerReported} provider-reported, ` +
+    `${s.newlyPriced} newly priced) in ${s.batches} batches; delta ${delta.length ? delta.join(', ') : '0'}`
+  );
 }
 
 /** The commands of `npm run tollgate -- …`; features add theirs here. */
@@ -64,6 +74,31 @@ export const COMMANDS: CliCommand[] = [
     async run(ctx, v) {
       if (!v.project) throw new Error('--project is required');
       print(await ctx.get(ProjectsService).listKeys(String(v.project)));
+    },
+  },
+  {
+    name: 'prices reprice',
+    usage: 'prices reprice --project <id> --from <iso> --to <iso> [--provider <p> [--model <m>]] [--dry-run] [--json]   (append-only cost corrections)',
+    options: { project: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, provider: { type: 'string' }, model: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
+    async run(ctx, v, _positionals, stderr: NodeJS.WriteStream = process.stderr) {
+      if (!v.project) throw new Error('--project is required');
+      // The same validation as POST /v1/prices/reprice, with the CLI's option names.
+      const parsed = repriceSchema.safeParse({ from: v.from, to: v.to, provider: v.provider, model: v.model, dryRun: v['dry-run'] === true });
+      if (!parsed.success) {
+        const [first] = problemsOf(parsed.error);
+        throw new Error(`--${first.field === 'dryRun' ? 'dry-run' : first.field} ${first.reason}`);
+      }
+      const request = { ...parsed.data, from: new Date(parsed.data.from), to: new Date(parsed.data.to) };
+      const repricer = ctx.get(Repricer);
+      const projectId = String(v.project);
+      // A bar on a terminal; otherwise (a log, a pipe) the summary line only.
+      const bar = stderr.isTTY ? new ProgressBar(`prices reprice${request.dryRun ? ' (dry run)' : ''}`, stderr) : null;
+      const total = bar ? await repricer.countSteps(projectId, request) : 0;
+      bar?.update(0, total);
+      const summary = await repricer.reprice(projectId, request, { onBatch: (s) => bar?.update(s.scanned, Math.max(total, s.scanned)) });
+      bar?.update(summary.scanned, Math.max(total, summary.scanned), true);
+      if (v.json) print(summary);
+      else process.stdout.write(`${repriceSummaryLine(summary)}\n`);
     },
   },
   {

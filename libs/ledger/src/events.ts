@@ -9,6 +9,7 @@ export const EventType = {
   ReservationExceeded: 'ReservationExceeded',
   GuardDecided: 'GuardDecided',
   PriceCatalogChanged: 'PriceCatalogChanged',
+  StepRepriced: 'StepRepriced',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -70,8 +71,33 @@ export interface GuardDecided extends SystemEventBase {
 /** The events the service itself appends to the log, beside the clients' step events. */
 export type SystemEvent = BudgetReserved | ReservationSettled | ReservationReleased | ReservationExceeded | GuardDecided;
 
+/** A step's cost as priced at one time; all null when it had no price. */
+export interface StepCost {
+  costMicros: number | null;
+  inputCostMicros: number | null;
+  outputCostMicros: number | null;
+  costUnit: string | null;
+  priceId: string | null;
+  source: 'override' | 'catalog' | null;
+}
+
+/**
+ * A stored step's cost was recomputed with the prices in force at its occurredAt, and differed
+ * from its latest cost (its own, or its last correction's). The step's event is never rewritten:
+ * this correction is appended under `tg:reprice:<stepEventId>:<sequence>`, stamped with the
+ * step's occurredAt (so it falls in the step's buckets and partition) and carrying the step's
+ * scope ids, dimensions and usage, with the new cost in the cost columns. Readers apply
+ * `new − old` (which moves the step between cost units when the unit changed).
+ */
+export interface StepRepriced {
+  type: 'StepRepriced';
+  eventId: string;
+  occurredAt: Date;
+  data: { stepEventId: string; stepPosition: string; sequence: number; old: StepCost; new: StepCost };
+}
+
 /** Every event of the ledger. */
-export type LedgerEvent = SystemEvent | ({ type: 'StepUsageRecorded' } & StepUsageEvent);
+export type LedgerEvent = SystemEvent | StepRepriced | ({ type: 'StepUsageRecorded' } & StepUsageEvent);
 
 /** The id of a system event: deterministic where it must happen once (`reservation:<id>:settled`). */
 export const systemEventId = (...parts: string[]) => `${SYSTEM_EVENT_ID_PREFIX}${parts.join(':')}`;
@@ -86,5 +112,13 @@ export class StepUsageRecorded {
     readonly position: bigint,
     readonly event: StepUsageEvent,
     readonly costMicros: bigint | null,
+  ) {}
+}
+
+/** Published on the in-process CQRS bus after a reprice committed corrections (wakes the projector). */
+export class StepsRepriced {
+  constructor(
+    readonly projectId: string,
+    readonly corrections: number,
   ) {}
 }

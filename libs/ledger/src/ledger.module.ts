@@ -9,19 +9,22 @@ import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
 import { PriceOverrides } from './prices/price-overrides.repository';
 import { PricesController } from './prices/prices.controller';
+import { PricesService } from './prices/prices.service';
+import { RepriceController } from './reprice/reprice.controller';
+import { Repricer } from './reprice/repricer';
 import { AdminController } from './projects/admin.controller';
 import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, PriceOverrides, ProjectsService, ReservationsService],
-  exports: [StepPricer, PriceOverrides, ProjectsService, ReservationsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, PriceOverrides, PricesService, ProjectsService, Repricer, ReservationsService],
+  exports: [StepPricer, PriceOverrides, PricesService, ProjectsService, Repricer, ReservationsService],
 })
 export class LedgerModule {}
 
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EstimateController, EventsController, AdminController, PricesController, GuardController, PoliciesController],
+  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController],
 })
 export class LedgerHttpModule {}

@@ -1,6 +1,6 @@
 import type { Checkpoint } from '@tollgate/database';
 import type { ExporterSettings } from './exporter-settings';
-import { STEP_EVENT_TYPE } from './exporter-settings';
+import { DEFAULT_EVENT_TYPES } from './exporter-settings';
 
 /** An exporter as stored (secrets still sealed). */
 export interface ExporterRecord {
@@ -44,5 +44,5 @@ export function recordOf(r: {
 
 /** The event types an exporter sends: OTLP spans exist for step events only. */
 export function typesOf(e: Pick<ExporterRecord, 'settings'>): readonly string[] {
-  return e.settings.type === 'webhook' ? e.settings.eventTypes : [STEP_EVENT_TYPE];
+  return e.settings.type === 'webhook' ? e.settings.eventTypes : DEFAULT_EVENT_TYPES;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isoInstantSchema, shortText } from '@tollgate/contracts';
 import { isReservedHeader } from '../delivery/sink-client';
+import { REPRICED_EVENT_TYPE } from '../wire/wire-event';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const exporterNameSchema = z.string().regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
@@ -46,6 +47,8 @@ const common = {
 };
 
 export const STEP_EVENT_TYPE = 'StepUsageRecorded';
+/** What a sink gets by default: each step, and each correction of a step's cost (see wire-event.ts). */
+export const DEFAULT_EVENT_TYPES = [STEP_EVENT_TYPE, REPRICED_EVENT_TYPE];
 
 export const webhookSchema = z.strictObject({
   type: z.literal('webhook'),
@@ -54,7 +57,7 @@ export const webhookSchema = z.strictObject({
   signingSecret: z.string().min(16, 'must be at least 16 characters').max(512),
   headers: secretHeaders.optional(),
   /** Event types sent; `["*"]` sends every type in the log. Default: step usage only. */
-  eventTypes: z.array(z.string().regex(/^(\*|[A-Za-z]{1,64})$/, 'must be an event type name or *')).min(1).max(20).default([STEP_EVENT_TYPE]),
+  eventTypes: z.array(z.string().regex(/^(\*|[A-Za-z]{1,64})$/, 'must be an event type name or *')).min(1).max(20).default(DEFAULT_EVENT_TYPES),
   ...common,
 });
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { STEP_EVENT_TYPE } from '../config/exporter-settings';
-import type { WireEvent } from './wire-event';
+import { REPRICED_EVENT_TYPE, type WireEvent } from './wire-event';
 
 /** OTLP/JSON AnyValue (int64 as a decimal string, as the protobuf JSON mapping writes it). */
 type AnyValue = { stringValue: string } | { intValue: string } | { doubleValue: number } | { boolValue: boolean } | { arrayValue: { values: AnyValue[] } };
@@ -25,6 +25,7 @@ export interface OtlpTraces {
   resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { scope: { name: string; version: string }; spans: OtlpSpan[] }[] }[];
 }
 
+const SPAN_KIND_INTERNAL = 1;
 const SPAN_KIND_CLIENT = 3;
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
@@ -70,7 +71,7 @@ export function toOtlpSpan(e: WireEvent): OtlpSpan {
   const u = e.usage;
   return {
     traceId: otlpTraceId(e.traceId, e.eventId),
-    spanId: hexOf(`span:${e.projectId}:${e.eventId}`, 16),
+    spanId: stepSpanId(e.projectId, e.eventId),
     ...(HEX16.test(parent) && !isZero(parent) ? { parentSpanId: parent } : {}),
     name: `${operation} ${e.model ?? 'unknown'}`,
     kind: SPAN_KIND_CLIENT,
@@ -115,19 +116,65 @@ export function toOtlpSpan(e: WireEvent): OtlpSpan {
   };
 }
 
+/** The usage span of a step (see toOtlpSpan): what a correction of its cost is a child of. */
+const stepSpanId = (projectId: string, stepEventId: string) => hexOf(`span:${projectId}:${stepEventId}`, 16);
+
 /**
- * An ExportTraceServiceRequest in OTLP/JSON: step events only (other log types have no span),
+ * A correction of a step's cost (StepRepriced), as a zero-length INTERNAL span under the step's
+ * usage span, at the time it was recorded. Its costs are `tollgate.reprice.*`, never
+ * `tollgate.cost.*`, so a collector that sums step costs does not count the step twice.
+ */
+export function toOtlpRepriceSpan(e: WireEvent): OtlpSpan {
+  const at = nanos(Date.parse(e.recordedAt));
+  const r = e.repriced;
+  const stepEventId = r?.stepEventId ?? e.eventId;
+  const before = r?.previousCost ?? null;
+  const after = e.cost;
+  // A delta in one unit; none when the correction moved the step from one unit to another.
+  const delta = !before ? after : !after ? { micros: -before.micros, currency: before.currency } : after.currency === before.currency ? { micros: after.micros - before.micros, currency: after.currency } : null;
+  return {
+    traceId: otlpTraceId(e.traceId, stepEventId),
+    spanId: hexOf(`span:${e.projectId}:${e.eventId}`, 16),
+    parentSpanId: stepSpanId(e.projectId, stepEventId),
+    name: `reprice ${e.model ?? 'unknown'}`,
+    kind: SPAN_KIND_INTERNAL,
+    startTimeUnixNano: at,
+    endTimeUnixNano: at,
+    status: { code: 0 },
+    attributes: attrs([
+      ['gen_ai.provider.name', e.provider],
+      ['gen_ai.request.model', e.model],
+      ['tollgate.project.id', e.projectId],
+      ['tollgate.event.id', e.eventId],
+      ['tollgate.event.position', e.position],
+      ['tollgate.reprice.step_event_id', stepEventId],
+      ['tollgate.reprice.sequence', r?.sequence],
+      ['tollgate.reprice.cost.micros', e.cost?.micros],
+      ['tollgate.reprice.cost.currency', e.cost?.currency],
+      ['tollgate.reprice.cost.price_id', e.cost?.priceId],
+      ['tollgate.reprice.previous_cost.micros', r?.previousCost?.micros],
+      ['tollgate.reprice.previous_cost.currency', r?.previousCost?.currency],
+      ['tollgate.reprice.previous_cost.price_id', r?.previousCost?.priceId],
+      ['tollgate.reprice.delta.micros', delta?.micros],
+      ['tollgate.reprice.delta.currency', delta?.currency],
+    ]),
+  };
+}
+
+/**
+ * An ExportTraceServiceRequest in OTLP/JSON: step events, and corrections of their cost as child
+ * spans (other log types have no span),
  * grouped into one resource per (service.name, deployment.environment.name).
  */
 export function toOtlpTraces(events: WireEvent[], defaultServiceName: string, version = '0.1.0'): OtlpTraces {
   const groups = new Map<string, { service: string; environment: string | null; spans: OtlpSpan[] }>();
   for (const e of events) {
-    if (e.type !== STEP_EVENT_TYPE) continue;
+    if (e.type !== STEP_EVENT_TYPE && e.type !== REPRICED_EVENT_TYPE) continue;
     const service = e.serviceName ?? defaultServiceName;
     const key = JSON.stringify([service, e.environment]);
     let group = groups.get(key);
     if (!group) groups.set(key, (group = { service, environment: e.environment, spans: [] }));
-    group.spans.push(toOtlpSpan(e));
+    group.spans.push(e.type === REPRICED_EVENT_TYPE ? toOtlpRepriceSpan(e) : toOtlpSpan(e));
   }
   return {
     resourceSpans: [...groups.values()].map((g) => ({

@@ -1,5 +1,18 @@
 import type { LoggedEvent } from '@tollgate/database';
 
+/** A cost in micro-units of `currency`, as priced at ingest (or by a reprice). */
+export interface WireCost {
+  micros: number;
+  inputMicros: number | null;
+  outputMicros: number | null;
+  currency: string;
+  source: string | null;
+  priceId: string | null;
+}
+
+/** The event type of a correction of a stored step's cost (see `repriced`). */
+export const REPRICED_EVENT_TYPE = 'StepRepriced';
+
 /** An event as exporters send it: the log row in the step event's own shape, costs in micro-units. */
 export interface WireEvent {
   eventId: string;
@@ -36,12 +49,19 @@ export interface WireEvent {
   finishReason: string | null;
   stepIndex: number | null;
   reservationId: string | null;
-  /** Null when the event could not be priced (`unpriced` is then true). */
-  cost: { micros: number; inputMicros: number | null; outputMicros: number | null; currency: string; source: string | null; priceId: string | null } | null;
+  /** Null when the event could not be priced (`unpriced` is then true). On a StepRepriced: the step's cost from then on. */
+  cost: WireCost | null;
   unpriced: boolean;
   labels: Record<string, unknown> | null;
   tags: string[];
   data: Record<string, unknown> | null;
+  /**
+   * StepRepriced only: a stored step's cost was corrected (the step's own event is never sent
+   * again). It carries the step's scope ids, dimensions and usage so a receiver can file it like
+   * the step — count tokens from StepUsageRecorded only — and `cost` is the step's cost from now
+   * on: add `cost − previousCost` to whatever totals the step's event went into.
+   */
+  repriced?: { stepEventId: string; sequence: number; previousCost: WireCost | null };
 }
 
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
@@ -49,9 +69,33 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
 
+interface StoredStepCost {
+  costMicros: number | null;
+  inputCostMicros: number | null;
+  outputCostMicros: number | null;
+  costUnit: string | null;
+  priceId: string | null;
+  source: string | null;
+}
+
+function repricedOf(data: unknown): WireEvent['repriced'] {
+  const d = data as { stepEventId?: string; sequence?: number; old?: StoredStepCost } | null;
+  if (!d?.stepEventId || !d.old) return undefined;
+  const old = d.old;
+  return {
+    stepEventId: d.stepEventId,
+    sequence: Number(d.sequence),
+    previousCost:
+      old.costMicros === null
+        ? null
+        : { micros: old.costMicros, inputMicros: old.inputCostMicros, outputMicros: old.outputCostMicros, currency: old.costUnit ?? 'USD', source: old.source, priceId: old.priceId },
+  };
+}
+
 export function toWireEvent(e: LoggedEvent): WireEvent {
   const r = e.row;
   const costMicros = numOrNull(r.cost_micros);
+  const repriced = e.type === REPRICED_EVENT_TYPE ? repricedOf(r.data) : undefined;
   return {
     eventId: e.eventId,
     position: e.position.toString(),
@@ -101,5 +145,6 @@ export function toWireEvent(e: LoggedEvent): WireEvent {
     labels: (r.labels as Record<string, unknown> | null) ?? null,
     tags: (r.tags as string[] | null) ?? [],
     data: (r.data as Record<string, unknown> | null) ?? null,
+    ...(repriced ? { repriced } : {}),
   };
 }

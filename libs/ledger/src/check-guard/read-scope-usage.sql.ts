@@ -9,14 +9,24 @@ export interface UsageRequest {
   window: Window | null;
 }
 
-/** The raw log's partial indexes, one per windowed scope; each needs its own branch to be used. */
+/**
+ * The raw log's partial indexes, one per windowed scope; each needs its own branch to be used. A
+ * step repriced since (StepRepriced, carrying the step's scope ids and occurredAt) counts at its
+ * new cost: the correction adds the step at the new cost and takes it out at the old one.
+ */
 const RAW_BRANCHES = (['thread', 'resource', 'user', 'organization', 'session'] as const)
   .map(
-    (scope) => `SELECT s.i, coalesce(e.cost_unit, ''), e.input_tokens, e.output_tokens, coalesce(e.cost_micros, 0), e.unpriced::int::bigint, 0, 0, 0
+    (scope) => `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
        FROM s CROSS JOIN LATERAL (
-         SELECT cost_unit, input_tokens, output_tokens, cost_micros, unpriced FROM events e
-          WHERE e.project_id = $1 AND e.${scope}_id = s.scope_id AND e.type = 'StepUsageRecorded' AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
+         SELECT type, cost_unit, input_tokens, output_tokens, cost_micros, unpriced, data FROM events e
+          WHERE e.project_id = $1 AND e.${scope}_id = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced') AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
          OFFSET 0) e
+       CROSS JOIN LATERAL (
+         SELECT e.cost_unit, e.input_tokens, e.output_tokens, e.cost_micros, e.unpriced::int::bigint
+         UNION ALL
+         SELECT e.data->'old'->>'costUnit', -e.input_tokens, -e.output_tokens, -(e.data->'old'->>'costMicros')::bigint, -((e.data->'old'->>'costMicros') IS NULL)::int::bigint
+          WHERE e.type = 'StepRepriced'
+       ) AS x(cost_unit, input_tokens, output_tokens, cost_micros, unpriced)
       WHERE s.kind = 'e' AND s.scope = '${scope}'`,
   )
   .join('\n      UNION ALL\n      ');

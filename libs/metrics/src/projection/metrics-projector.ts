@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { checkpointAfter, PrismaService, readEventsAfter } from '@tollgate/database';
 import { foldRollups, type RollupCell } from './rollup-batch';
 import {
+  deleteEmptyRollups,
   lockCheckpoint,
   resetRollups,
   resolveDimensionIds,
@@ -125,6 +126,7 @@ export class MetricsProjector {
     const withIds = cells.map((cell) => ({ cell, dimsId: (this.dimensionIds.get(dimKey(cell)) ?? fresh.get(dimKey(cell)))! }));
     await upsertProjectRollups(tx, withIds.filter((c) => c.cell.cube !== 'scope'));
     await upsertScopeRollups(tx, withIds.filter((c) => c.cell.cube === 'scope'));
+    await deleteEmptyRollups(tx, withIds);
     await saveCheckpoint(tx, ROLLUP_PROJECTION, checkpointAfter(checkpoint, events), events.length);
     return { events: events.length, newIds: fresh };
   }

@@ -36,3 +36,39 @@ describe('foldRollups', () => {
     expect([duration.count, duration.sum.toString(), duration.min, duration.max]).toEqual([2, '0.3', 0.1, 0.2]);
   });
 });
+
+describe('foldRollups with corrections (StepRepriced)', () => {
+  const unpriced = row({ cost_unit: null, input_cost_micros: null, output_cost_micros: null });
+  // The correction carries its step's columns with the new cost, and the old cost in data.
+  const correction = (old: { costUnit: string | null; inputCostMicros: number | null; outputCostMicros: number | null }, over: Record<string, unknown> = {}) =>
+    row({ type: 'StepRepriced', data: { stepEventId: 's1', sequence: 1, old: { costMicros: null, priceId: null, source: null, ...old }, new: {} }, ...over });
+  const measures = (cells: ReturnType<typeof foldRollups>) =>
+    cells
+      .filter((c) => c.count !== 0)
+      .map((c) => [c.cube, c.name, c.bucketStart, c.dimsKey, c.count, c.sum.toString(), c.min, c.max, c.costMicros, c.costCount].join('|'))
+      .sort();
+
+  it('moves the step from its old cost unit to its new one: the same cells as the step priced at ingest', () => {
+    const fixed = foldRollups([unpriced, correction({ costUnit: null, inputCostMicros: null, outputCostMicros: null })]);
+    expect(measures(fixed)).toEqual(measures(foldRollups([row({})])));
+    // The unpriced cells are left empty (and marked, so the store deletes them).
+    const emptied = fixed.filter((c) => c.count === 0);
+    expect(emptied.length).toBeGreaterThan(0);
+    expect(emptied.every((c) => c.retracted && c.dimsValues[4] === null && Number(c.sum.toString()) === 0 && c.costMicros === 0n && c.costCount === 0)).toBe(true);
+  });
+
+  it('in a later batch than its step, adds only the difference: −old in the old unit, +new in the new', () => {
+    const cells = foldRollups([correction({ costUnit: 'USD', inputCostMicros: 2000, outputCostMicros: 1000 })]);
+    const input = cells.filter((c) => c.name === 1 && c.cube === 'd');
+    // Same unit: the step stays where it was (count and sum net to 0), its cost moves by +500 / +1000.
+    expect(input.map((c) => [c.count, c.sum.toString(), c.costMicros, c.costCount])).toEqual([[0, '0', 500n, 0]]);
+    const output = cells.find((c) => c.name === 2 && c.cube === 'd')!;
+    expect(output.costMicros).toBe(1000n);
+    // Another unit: one cell loses the step, the other gains it.
+    const moved = foldRollups([correction({ costUnit: 'EUR', inputCostMicros: 2000, outputCostMicros: 1000 })]).filter((c) => c.name === 1 && c.cube === 'du');
+    expect(moved.map((c) => [c.dimsValues[4], c.count, c.sum.toString(), c.costMicros, c.costCount, Boolean(c.retracted)])).toEqual([
+      ['EUR', -1, '-1000', -2000n, -1, true],
+      ['USD', 1, '1000', 2500n, 1, false],
+    ]);
+  });
+});

@@ -1,5 +1,5 @@
 import { dimensionsOf } from '../dimensions';
-import { metricRecordsOf, type EventRow } from '../metric-names';
+import { METRIC_EVENT_TYPE, metricRecordsOf, type EventRow } from '../metric-names';
 import { GRANULARITY_MS, type Granularity } from '../query/time-cover';
 import { DecimalSum } from './decimal-sum';
 
@@ -20,20 +20,50 @@ export interface RollupCell {
   max: number;
   costMicros: bigint;
   costCount: number;
+  /** A correction took records out of this cell: it may be left empty (see deleteEmptyRollups). */
+  retracted?: boolean;
+}
+
+/** The correction of a step's cost (libs/ledger events.ts): the step's row with its new cost, and its old cost in data. */
+export const REPRICED_EVENT_TYPE = 'StepRepriced';
+
+interface OldCost {
+  costUnit: string | null;
+  inputCostMicros: number | null;
+  outputCostMicros: number | null;
+}
+
+/**
+ * The rows an event contributes, each with a weight: a step counts once; a correction takes its
+ * step out as it was priced before (−1, in the old cost unit's cells) and puts it back priced
+ * anew (+1, in the new unit's) — so the rollups become what ingesting the step at its new price
+ * would have made. (A cell's min and max cannot be retracted: a record moved out of a cell that
+ * keeps others leaves them as they were. A cell left with no record is deleted.)
+ */
+function weightedRows(row: EventRow): [EventRow, 1 | -1][] {
+  if (row.type === METRIC_EVENT_TYPE) return [[row, 1]];
+  if (row.type !== REPRICED_EVENT_TYPE) return [];
+  const old = (row.data as { old?: OldCost } | null)?.old;
+  if (!old) return [];
+  return [
+    [{ ...row, type: METRIC_EVENT_TYPE, cost_unit: old.costUnit, input_cost_micros: old.inputCostMicros, output_cost_micros: old.outputCostMicros }, -1],
+    [{ ...row, type: METRIC_EVENT_TYPE }, 1],
+  ];
 }
 
 const PROJECT_CUBES: Granularity[] = ['m', 'h', 'd'];
 
 /**
  * Folds a batch of log rows into rollup cells (pure: the projection's `evolve` over a batch).
- * Rows of other event types contribute nothing.
+ * Step events add their records; corrections (StepRepriced) move their step's records from the
+ * old cost to the new one; rows of other event types contribute nothing.
  */
 export function foldRollups(rows: readonly EventRow[]): RollupCell[] {
   // Keyed by (project, cube, bucket, dimensions) once per event and cube, then by metric id:
   // hashing the long dimension key once per event instead of once per record is most of the speed.
   const groups = new Map<string, (RollupCell | undefined)[]>();
   const cells: RollupCell[] = [];
-  for (const row of rows) {
+  for (const [row, weight] of rows.flatMap(weightedRows)) {
     const records = metricRecordsOf(row);
     if (records.length === 0) continue;
     const projectId = row.project_id as string;
@@ -58,13 +88,15 @@ export function foldRollups(rows: readonly EventRow[]): RollupCell[] {
           group[r.metric.id] = cell;
           cells.push(cell);
         }
-        cell.count += 1;
-        cell.sum.add(value);
+        cell.count += weight;
+        cell.sum.add(weight * value);
+        // A retracted value was in the cell already (its step put it there): widening by it changes nothing.
         if (value < cell.min) cell.min = value;
         if (value > cell.max) cell.max = value;
+        if (weight < 0) cell.retracted = true;
         if (r.costMicros !== null) {
-          cell.costMicros += r.costMicros;
-          cell.costCount += 1;
+          cell.costMicros += weight > 0 ? r.costMicros : -r.costMicros;
+          cell.costCount += weight;
         }
       }
     }

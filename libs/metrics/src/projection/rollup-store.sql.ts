@@ -108,6 +108,30 @@ export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCel
   );
 }
 
+/**
+ * Deletes the cells that corrections emptied (a step repriced into another cost unit leaves its
+ * old unit's cell; with no record left, that cell's min and max would still show it). Only the
+ * retracted cells of the batch are looked at, after the batch was added.
+ */
+export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
+  const retracted = cells.filter((c) => c.cell.retracted);
+  if (retracted.length === 0) return;
+  const keys = JSON.stringify(retracted.map(({ cell, dimsId }) => ({ project_id: cell.projectId, granularity: cell.cube === 'scope' ? null : cell.cube, name: cell.name, bucket_start: new Date(cell.bucketStart).toISOString(), dims_id: dimsId.toString() })));
+  const input = `jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint)`;
+  await db.$executeRawUnsafe(
+    `DELETE FROM metric_rollups r USING ${input}
+      WHERE x.granularity IS NOT NULL AND r.project_id = x.project_id AND r.granularity = x.granularity AND r.name = x.name
+        AND r.bucket_start = x.bucket_start AND r.dims_id = x.dims_id AND r.count = 0`,
+    keys,
+  );
+  await db.$executeRawUnsafe(
+    `DELETE FROM metric_scope_rollups r USING ${input}
+      WHERE x.granularity IS NULL AND r.project_id = x.project_id AND r.dims_id = x.dims_id AND r.name = x.name
+        AND r.bucket_start = x.bucket_start AND r.count = 0`,
+    keys,
+  );
+}
+
 /** Empties the rollups and rewinds the checkpoint, in the caller's transaction (replay). */
 export async function resetRollups(db: SqlClient, name: string): Promise<void> {
   await db.$executeRawUnsafe('TRUNCATE metric_rollups, metric_scope_rollups');

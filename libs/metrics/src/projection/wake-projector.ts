@@ -1,7 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
-import { StepUsageRecorded } from '@tollgate/ledger';
+import { StepsRepriced, StepUsageRecorded } from '@tollgate/ledger';
 import type { Queue } from 'bullmq';
 
 /** At most one wake-up per this many ms per process; the projector reads whole batches anyway. */
@@ -12,12 +12,12 @@ const ADD_TIMEOUT_MS = 500;
 export const CATCH_UP_JOB = 'rollups.catch-up';
 
 /**
- * Wakes the rollup projector after ingest commits, best-effort: debounced, never awaited by the
- * request, dropped when Redis is slow or down (the schedule catches up, and queries are exact
- * meanwhile because they read the unprojected tail from the log).
+ * Wakes the rollup projector after ingest (or a reprice) commits, best-effort: debounced, never
+ * awaited by the request, dropped when Redis is slow or down (the schedule catches up, and queries
+ * are exact meanwhile because they read the unprojected tail from the log).
  */
-@EventsHandler(StepUsageRecorded)
-export class WakeProjectorOnIngest implements IEventHandler<StepUsageRecorded> {
+@EventsHandler(StepUsageRecorded, StepsRepriced)
+export class WakeProjectorOnIngest implements IEventHandler<StepUsageRecorded | StepsRepriced> {
   private readonly logger = new Logger('metrics-projector');
   private timer: NodeJS.Timeout | null = null;
   private inFlight = false;
