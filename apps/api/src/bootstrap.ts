@@ -1,7 +1,10 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createLogger, HttpExceptionFilter, PlatformModule, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
+import { PrismaService } from '@tollgate/database';
+import { ingestShed } from '@tollgate/observability';
+import { ApiKeyAuth, createLogger, HttpExceptionFilter, IngestAdmission, PlatformModule, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiFeaturesModule } from './api.module';
 
 @Module({})
@@ -26,7 +29,14 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
-    requestTimeout: 30_000,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    http: {
+      headersTimeout: Math.min(60_000, config.HTTP_REQUEST_TIMEOUT_MS),
+      // Node looks for requests past their timeout only this often (30 s by default, so a slow body
+      // was closed anywhere between 30 and 60 s after it began, later under load).
+      connectionsCheckingInterval: 500,
+    },
+    trustProxy: trustedProxies(config.TRUST_PROXY),
     logger: false,
   });
   const logger = createLogger(config.LOG_LEVEL);
@@ -39,11 +49,13 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   // (Nest's own body parsers are off, so no urlencoded parser is registered).
   fastify.removeContentTypeParser('text/plain');
   fastify.removeContentTypeParser('application/json');
+  securityHeaders(fastify);
   fastify.addContentTypeParser(
     'application/json',
     { parseAs: 'buffer', bodyLimit: config.INGEST_MAX_BODY_BYTES },
     strictJsonParser(fastify.getDefaultJsonParser('error', 'error') as never),
   );
+  shedIngest(fastify, config, new IngestAdmission(config.INGEST_MAX_IN_FLIGHT_BYTES, config.INGEST_MAX_POOL_WAITING, app.get(PrismaService).pool), app.get(ApiKeyAuth));
   // One line per request: method, route, status, time — at debug level for successes, since
   // guard checks come by the thousand per second. Never headers: they carry keys.
   fastify.addHook('onResponse', (req, reply, done) => {
@@ -53,4 +65,80 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     done();
   });
   return app;
+}
+
+/** TRUST_PROXY as Fastify takes it: a hop count, or the addresses and CIDRs of the proxies. */
+function trustedProxies(value: string | undefined): number | string[] | undefined {
+  if (value === undefined) return undefined;
+  return /^\d+$/.test(value) ? Number(value) : value.split(',').map((p) => p.trim());
+}
+
+/**
+ * The dashboard and the API reference load only their own files: no inline script, no other
+ * origin, no framing. The dashboard sizes its meters and bars with style attributes, so those
+ * (`style-src-attr`, not <style> elements or other origins' stylesheets) are allowed on it alone.
+ * /docs has one inline script (SwaggerUIBundle's start, in docs.controller.ts), allowed by its hash;
+ * if that script changes, so must the hash (test/e2e/exposure.spec.ts loads both pages in Chromium).
+ */
+const pagePolicy = (script: string, styleAttributes: boolean) =>
+  [
+    "default-src 'self'",
+    `script-src ${script}`,
+    "style-src 'self'",
+    ...(styleAttributes ? ["style-src-attr 'unsafe-inline'"] : []),
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+const DASHBOARD_POLICY = pagePolicy("'self'", true);
+const DOCS_PAGE_POLICY = pagePolicy("'self' 'sha256-tgjt5auCSQfoEerCHYvvexPI5QyAmrlx1ROH7n5sKUQ='", false);
+const DOCS_POLICY = pagePolicy("'self'", false);
+const PAGES = /^\/(dashboard|docs)(\/|\?|$)/;
+const DOCS_PAGE = /^\/docs\/?(\?|$)/;
+
+function securityHeaders(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (req, reply, done) => {
+    // Every answer has the type it says it has: nothing is to be sniffed as HTML or script.
+    void reply.header('x-content-type-options', 'nosniff');
+    if (PAGES.test(req.url)) {
+      const policy = DOCS_PAGE.test(req.url) ? DOCS_PAGE_POLICY : req.url.startsWith('/docs') ? DOCS_POLICY : DASHBOARD_POLICY;
+      void reply.header('content-security-policy', policy).header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer');
+    }
+    done();
+  });
+}
+
+const isIngest = (req: { method: string; routeOptions: { url?: string } }) => req.method === 'POST' && req.routeOptions.url === '/v1/events';
+
+/**
+ * POST /v1/events is refused with 503 + Retry-After as it arrives, before its body is read (nothing
+ * of it stored), while the database pool has a queue past INGEST_MAX_POOL_WAITING or the ingest
+ * bodies in flight would pass INGEST_MAX_IN_FLIGHT_BYTES; the pool is asked again just before the
+ * handler. Its key is checked first (and the body of a request with a bad one is never read): a
+ * client without a valid key cannot take capacity by trickling bodies in. The guard answers its own
+ * busy and is not shed here.
+ */
+function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: IngestAdmission, keys: ApiKeyAuth): void {
+  const refuse = (reply: FastifyReply, reason: 'pool' | 'bytes') => {
+    ingestShed.inc({ reason });
+    return reply.status(503).header('retry-after', '1').send({ statusCode: 503, code: 'unavailable', message: 'This instance is at capacity; retry after the Retry-After header' });
+  };
+  // Callbacks, not async hooks: every other request passes these without a promise.
+  fastify.addHook('onRequest', (req, reply, done) => {
+    if (!isIngest(req)) return done();
+    if (admission.poolBacklogged()) return void refuse(reply, 'pool');
+    keys.authenticate(req).then(() => {
+      const declared = Number(req.headers['content-length']);
+      const bytes = Number.isFinite(declared) && declared >= 0 ? Math.min(declared, config.INGEST_MAX_BODY_BYTES) : config.INGEST_MAX_BODY_BYTES;
+      const refused = admission.admit(bytes);
+      if (refused !== null) return void refuse(reply, refused);
+      // Answered, failed or cut off: the bytes are given back.
+      reply.raw.once('close', () => admission.release(bytes));
+      done();
+    }, done);
+  });
+  fastify.addHook('preHandler', (req, reply, done) => (isIngest(req) && admission.poolBacklogged() ? void refuse(reply, 'pool') : done()));
 }

@@ -29,6 +29,14 @@ export const ingestBatchLatency = new Histogram({
   registers: [metricsRegistry],
 });
 
+/** Ingest requests answered 503 at once because the instance was at capacity (bytes in flight, or the pool's queue). */
+export const ingestShed = new Counter({
+  name: 'tollgate_ingest_shed_total',
+  help: 'Ingest requests refused with 503 + Retry-After before any work, by reason (bytes: INGEST_MAX_IN_FLIGHT_BYTES, pool: INGEST_MAX_POOL_WAITING)',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
 // Guard (observed by the guard feature) ------------------------------------------------------
 
 /** Guard check latency; `outcome` is the decision (allow, deny, …) or `error`. */

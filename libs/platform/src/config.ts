@@ -74,12 +74,40 @@ const configSchema = z.object({
     .default([]),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** `on`: /metrics labels exporter series with project ids and exporter names (needs METRICS_TOKEN); `off`: summed over them. */
+  METRICS_TENANT_LABELS: z.enum(['on', 'off']).default('off'),
+  /** Failed authentications (wrong key, secret, admin or metrics token) one client address may make per AUTH_FAILURE_WINDOW_MS; past it 429. */
+  AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).default(30),
+  /** Failed authentications with one key id (a real key's id with a wrong secret) per AUTH_FAILURE_WINDOW_MS; past it 429. */
+  AUTH_FAILURES_PER_KEY: z.coerce.number().int().min(1).default(10),
+  AUTH_FAILURE_WINDOW_MS: durationMs.default(60_000),
+  /**
+   * The proxies in front of the API whose X-Forwarded-For is believed (a hop count, or addresses and
+   * CIDRs separated by commas); unset, a client's address is the connection's.
+   */
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(\d+|([0-9A-Fa-f:.\/]+|loopback|linklocal|uniquelocal)(\s*,\s*([0-9A-Fa-f:.\/]+|loopback|linklocal|uniquelocal))*)$/, 'must be a hop count or a comma-separated list of addresses, CIDRs, loopback, linklocal or uniquelocal')
+    .optional(),
+  /** A request whose headers and body have not all arrived after this long is answered 408 and closed. */
+  HTTP_REQUEST_TIMEOUT_MS: durationMs.default(30_000),
+  /**
+   * Bytes of ingest bodies this process takes at once (arriving, parsed, validated, stored); a request
+   * past it is answered 503 + Retry-After before its body is read. A MiB costs the event loop about
+   * 0.1 s, and a readiness probe waits behind what is in flight: 4 MiB keeps that wait well under a second.
+   */
+  INGEST_MAX_IN_FLIGHT_BYTES: z.coerce.number().int().min(1).default(4 * 1024 * 1024),
+  /** Requests waiting for a pooled PostgreSQL connection past which ingest is answered 503 + Retry-After at once. */
+  INGEST_MAX_POOL_WAITING: z.coerce.number().int().min(0).default(10),
   /** Requests per second each API key may make, summed over every API replica (Redis-backed); 0 turns the limit off. */
   RATE_LIMIT_PER_KEY_PER_SECOND: z.coerce.number().min(0).default(5000),
   /** Requests a key may make at once above its steady rate. */
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(10_000),
   /** Past this the limiter lets the request through: ingest must not wait on Redis. */
   RATE_LIMIT_REDIS_TIMEOUT_MS: durationMs.default(50),
+}).superRefine((c, ctx) => {
+  // Project ids and exporter names are tenants' identifiers: never served to anyone who can reach the port.
+  if (c.METRICS_TENANT_LABELS === 'on' && !c.METRICS_TOKEN) ctx.addIssue({ code: 'custom', path: ['METRICS_TENANT_LABELS'], message: 'on needs METRICS_TOKEN (tenant labels are never served without a token)' });
 });
 
 export type AppConfig = z.infer<typeof configSchema>;
@@ -102,3 +130,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 export class Config {
   constructor(readonly values: AppConfig) {}
 }
+
+/** Every variable the service reads (the README's Configuration table lists each; a spec checks it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(configSchema.shape);

@@ -8,7 +8,9 @@ export { HttpExceptionFilter, isUnavailable } from './errors/http-exception.filt
 export { AuthGuard, RequireScope, RequireAdminToken } from './auth/auth.guard';
 export type { Principal, AuthedRequest } from './auth/auth.guard';
 export { CurrentPrincipal } from './auth/principal.decorator';
-export { issueKey, parseKey, hashSecret, KEY_SCOPES } from './auth/api-key';
+export { issueKey, parseKey, hashSecret, tokensMatch, KEY_SCOPES } from './auth/api-key';
+export { AuthFailureThrottle } from './auth/auth-failure-throttle';
+export { ApiKeyAuth, tooManyFailures } from './auth/api-key-auth';
 export type { KeyScope } from './auth/api-key';
 export { HealthController } from './health/health.controller';
 export { createLogger } from './logging/logger';
@@ -23,4 +25,5 @@ export { Clock } from './clock';
 export { strictJsonParser, findJsonStructureProblem, MAX_JSON_DEPTH } from './http/json-body';
 export { useLeanAsyncResourceBind } from './http/lean-async-bind';
 export { RateLimiter } from './rate-limit/rate-limiter';
+export { IngestAdmission } from './rate-limit/ingest-admission';
 export { Caches } from './caches';

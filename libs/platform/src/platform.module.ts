@@ -2,6 +2,8 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { EventPartitions, PrismaService } from '@tollgate/database';
+import { ApiKeyAuth } from './auth/api-key-auth';
+import { AuthFailureThrottle } from './auth/auth-failure-throttle';
 import { Caches } from './caches';
 import { Clock } from './clock';
 import { Config, type AppConfig } from './config';
@@ -29,6 +31,8 @@ export class PlatformModule {
       Caches,
       QueueErrors,
       RateLimiter,
+      AuthFailureThrottle,
+      ApiKeyAuth,
     ];
     const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
     return {

@@ -1,18 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { PrismaService } from '@tollgate/database';
-import type { FastifyRequest } from 'fastify';
-import { Caches } from '../caches';
 import { Config } from '../config';
 import { AppError } from '../errors/app-error';
 import { RateLimiter } from '../rate-limit/rate-limiter';
-import { parseKey, secretMatches, tokensMatch, type KeyScope } from './api-key';
+import { tokensMatch, type KeyScope } from './api-key';
+import { ApiKeyAuth, bearer, tooManyFailures, type AuthedRequest } from './api-key-auth';
+import { AuthFailureThrottle } from './auth-failure-throttle';
 
-export interface Principal {
-  projectId: string;
-  keyId: string;
-  scopes: KeyScope[];
-}
+export type { AuthedRequest, Principal } from './api-key-auth';
 
 const SCOPE = 'tollgate:scope';
 const ADMIN = 'tollgate:admin';
@@ -22,27 +17,18 @@ export const RequireScope = (scope: KeyScope) => SetMetadata(SCOPE, scope);
 /** The route needs the operator's TOLLGATE_ADMIN_TOKEN. */
 export const RequireAdminToken = () => SetMetadata(ADMIN, true);
 
-export type AuthedRequest = FastifyRequest & { principal?: Principal };
-
-function bearer(req: FastifyRequest): string | null {
-  const header = req.headers.authorization;
-  if (!header) return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m ? m[1] : null;
-}
-
 /**
- * Authenticates every route that declares a scope or the admin token, then applies the key's rate limit. The key row is read on
- * every request, so a revoked key stops working at once on every replica.
+ * Authenticates every route that declares a scope (ApiKeyAuth; ingest is authenticated earlier, as
+ * it arrives, and reuses that) or the admin token, then applies the key's rate limit.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    private readonly prisma: PrismaService,
     private readonly config: Config,
     private readonly limiter: RateLimiter,
-    private readonly caches: Caches,
+    private readonly keys: ApiKeyAuth,
+    private readonly failures: AuthFailureThrottle,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -51,35 +37,27 @@ export class AuthGuard implements CanActivate {
     const admin = this.reflector.getAllAndOverride<boolean | undefined>(ADMIN, targets);
     if (!scope && !admin) return true;
     const req = context.switchToHttp().getRequest<AuthedRequest>();
-    const token = bearer(req);
-    if (!token) throw new AppError('unauthorized', 'Missing Authorization: Bearer <key> header', 'authorization');
 
     if (admin) {
+      const token = bearer(req);
+      if (!token) throw new AppError('unauthorized', 'Missing Authorization: Bearer <key> header', 'authorization');
       const expected = this.config.values.TOLLGATE_ADMIN_TOKEN;
       if (!expected) throw new AppError('forbidden', 'Admin routes are disabled: set TOLLGATE_ADMIN_TOKEN to enable them');
-      if (!tokensMatch(token, expected)) throw new AppError('unauthorized', 'Invalid admin token', 'authorization');
+      // The operator chose this token, so it may be guessable: a throttled address's guesses are not even compared.
+      const wait = await this.failures.throttled(req.ip);
+      if (wait > 0) throw tooManyFailures(wait);
+      if (!tokensMatch(token, expected)) throw await this.keys.refusal(req, 'Invalid admin token');
       return true;
     }
 
-    const parsed = parseKey(token);
-    type KeyRow = { project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null };
-    const row = parsed
-      ? ((await this.caches.keys.get(parsed.id, async () => {
-          const [found] = await this.prisma.sql.query<KeyRow>('SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1', parsed.id);
-          return found ?? null;
-        })) as KeyRow | null)
-      : null;
-    if (!parsed || !row || row.revoked_at || !secretMatches(parsed.secret, row.secret_hash)) {
-      throw new AppError('unauthorized', 'Invalid or revoked API key', 'authorization');
+    const principal = await this.keys.authenticate(req);
+    if (!principal.scopes.includes(scope!)) {
+      throw new AppError('forbidden', `This key lacks the '${scope}' scope (it has: ${principal.scopes.join(', ') || 'none'})`);
     }
-    if (!row.scopes.includes(scope!)) {
-      throw new AppError('forbidden', `This key lacks the '${scope}' scope (it has: ${row.scopes.join(', ') || 'none'})`);
-    }
-    const waitMs = await this.limiter.take(parsed.id);
+    const waitMs = await this.limiter.take(principal.keyId);
     if (waitMs > 0) {
       throw new AppError('rate_limited', `This key made more than ${this.config.values.RATE_LIMIT_PER_KEY_PER_SECOND} requests per second; retry after the Retry-After header`, undefined, Math.ceil(waitMs / 1000));
     }
-    req.principal = { projectId: row.project_id, keyId: parsed.id, scopes: row.scopes as KeyScope[] };
     return true;
   }
 }
