@@ -60,6 +60,16 @@ describe('POST /v1/estimate', () => {
     expect((await estimate(unknown, p)).body).toMatchObject({ cost: 0.00535, costUnit: 'USD', priced: false, fallback: 'project', inputTokens: 1350 });
   });
 
+  it('answers a read key (the dashboard\'s) as well as a guard key, not an ingest-only key', async () => {
+    const body = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 };
+    const reader = await createProject(svc.url, ['read']);
+    expect((await estimate(body, reader)).body).toMatchObject({ cost: 0.0045 });
+    const ingester = await createProject(svc.url, ['ingest']);
+    const refused = await estimate(body, ingester);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toBe("This key lacks the 'guard' or 'read' scope (it has: ingest)");
+  });
+
   it('refuses a request with neither or both of inputTokens and messages, naming the field', async () => {
     for (const body of [{ provider: 'openai', model: 'gpt-4o', maxOutputTokens: 1 }, { provider: 'openai', model: 'gpt-4o', maxOutputTokens: 1, inputTokens: 1, messages: [{ role: 'user', content: 'x' }] }]) {
       const res = await estimate(body);

@@ -19,7 +19,7 @@ export class EstimateController {
 
   @Post()
   @HttpCode(200)
-  @RequireScope('guard')
+  @RequireScope('guard', 'read')
   @Documented({ summary: 'What a step would cost before making it, priced as the guard would reserve it', tag: 'guard', auth: 'guard', body: estimateRequestSchema })
   async estimate(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(estimateRequestSchema)) body: EstimateRequest): Promise<EstimateResponse> {
     const settings = (await this.caches.projects.get(principal.projectId, () => readProjectSettings(this.prisma.sql, principal.projectId))) as ProjectSettings;

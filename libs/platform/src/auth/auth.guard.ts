@@ -12,8 +12,8 @@ export type { AuthedRequest, Principal } from './api-key-auth';
 const SCOPE = 'tollgate:scope';
 const ADMIN = 'tollgate:admin';
 
-/** The route needs a project key with this scope. */
-export const RequireScope = (scope: KeyScope) => SetMetadata(SCOPE, scope);
+/** The route needs a project key with this scope (or, given several, any one of them). */
+export const RequireScope = (...scopes: [KeyScope, ...KeyScope[]]) => SetMetadata(SCOPE, scopes);
 /** The route needs the operator's TOLLGATE_ADMIN_TOKEN. */
 export const RequireAdminToken = () => SetMetadata(ADMIN, true);
 
@@ -33,9 +33,9 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
-    const scope = this.reflector.getAllAndOverride<KeyScope | undefined>(SCOPE, targets);
+    const scopes = this.reflector.getAllAndOverride<KeyScope[] | undefined>(SCOPE, targets);
     const admin = this.reflector.getAllAndOverride<boolean | undefined>(ADMIN, targets);
-    if (!scope && !admin) return true;
+    if (!scopes && !admin) return true;
     const req = context.switchToHttp().getRequest<AuthedRequest>();
 
     if (admin) {
@@ -51,8 +51,8 @@ export class AuthGuard implements CanActivate {
     }
 
     const principal = await this.keys.authenticate(req);
-    if (!principal.scopes.includes(scope!)) {
-      throw new AppError('forbidden', `This key lacks the '${scope}' scope (it has: ${principal.scopes.join(', ') || 'none'})`);
+    if (!scopes!.some((s) => principal.scopes.includes(s))) {
+      throw new AppError('forbidden', `This key lacks the ${scopes!.map((s) => `'${s}'`).join(' or ')} scope (it has: ${principal.scopes.join(', ') || 'none'})`);
     }
     const waitMs = await this.limiter.take(principal.keyId);
     if (waitMs > 0) {
