@@ -75,9 +75,22 @@ async function metric(path: string, body: unknown) {
   return r.body;
 }
 
+/**
+ * Waits until an expression is true in the page. Not page.waitForFunction: Playwright runs its
+ * predicate through eval, which the dashboard's Content-Security-Policy (no 'unsafe-eval') refuses;
+ * an evaluation from the test itself is not the page's script and is allowed.
+ */
+async function until(expression: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${expression}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The page for the current URL has rendered (not the one before a hash change). */
 async function ready() {
-  await page.waitForFunction("document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash");
+  await until("document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash");
   expect(pageErrors).toEqual([]);
 }
 
@@ -91,7 +104,7 @@ const text = (testId: string) => page.getByTestId(testId).innerText();
 /** Signs the tab in with `key`, signing out first when it is signed in already. */
 async function signIn(key: string) {
   await page.goto(`${service.url}/dashboard`);
-  await page.waitForFunction("['sign-in', 'ready'].includes(document.getElementById('view').dataset.state)");
+  await until("['sign-in', 'ready'].includes(document.getElementById('view').dataset.state)");
   if ((await page.locator('#view').getAttribute('data-state')) === 'ready') {
     await page.click('#sign-out');
     await page.waitForSelector('#view[data-state=sign-in]');
@@ -132,7 +145,8 @@ async function expectOverviewMatchesRoutes() {
       const row = rows.nth(i);
       expect(await row.getAttribute('data-key')).toBe(label(groups[i].dimensions));
       expect(await row.locator('.tokens').innerText()).toBe(intText(groups[i].value));
-      expect(await row.locator('.cost').innerText()).toBe(moneyText(groups[i].estimatedCost, groups[i].costUnit));
+      expect(await row.locator('.cost .amount').innerText()).toBe(moneyText(groups[i].estimatedCost, groups[i].costUnit));
+      expect(await row.getByTestId('unpriced').count()).toBe(groups[i].unpricedSteps ? 1 : 0);
     }
   }
   return { totals, steps };
@@ -225,7 +239,7 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   await page.waitForSelector('#view[data-state=sign-in]');
   await page.fill('#key', project.key.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')));
   await page.click('#sign-in-form button[type=submit]');
-  await page.waitForFunction("document.getElementById('sign-in-error').textContent !== ''");
+  await until("document.getElementById('sign-in-error').textContent !== ''");
   expect(await page.locator('#sign-in-error').innerText()).toBe('That key is not valid.');
   // The browser logs the 401 of that attempt; nothing else may fail.
   pageErrors.length = 0;
@@ -243,7 +257,7 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview-24h.png'), fullPage: true });
   for (const w of ['1h', '7d', '365d']) {
     await page.click(`#windows button[data-window="${w}"]`);
-    await page.waitForFunction(`location.hash.includes('w=${w}')`);
+    await until(`location.hash.includes('w=${w}')`);
     await ready();
     const { start, end } = await shownRange();
     expect(Date.parse(end) - Date.parse(start)).toBe({ '1h': HOUR, '7d': 7 * 24 * HOUR, '365d': 365 * 24 * HOUR }[w]);
@@ -261,21 +275,21 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   await page.fill('#custom-start', local(from));
   await page.fill('#custom-end', local(to));
   await page.click('#custom button[type=submit]');
-  await page.waitForFunction("location.hash.includes('from=')");
+  await until("location.hash.includes('from=')");
   await ready();
   expect(await shownRange()).toEqual({ start: new Date(from).toISOString(), end: new Date(to).toISOString() });
   await expectOverviewMatchesRoutes();
 
   // The projection lag is shown exactly when the routes report it past 5 s (no worker runs here).
   await page.click('#windows button[data-window="7d"]');
-  await page.waitForFunction("location.hash.includes('w=7d')");
+  await until("location.hash.includes('w=7d')");
   await ready();
   const lag = (await metric('aggregate', { name: TOKENS, aggregation: 'sum' })).lag;
   if (lag.ms > 5_000) expect(await page.locator('#lag').isVisible()).toBe(true);
 
   // Open a scope from the top resources.
   await page.getByTestId('resources-row').first().locator('a').click();
-  await page.waitForFunction("location.hash.startsWith('#/scope/resource/')");
+  await until("location.hash.startsWith('#/scope/resource/')");
   await ready();
   const resourceId = await text('scope-id');
   const timestamp = await shownRange();
@@ -312,7 +326,7 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
 
   // Budgets: every policy with the usage of the scopes in its window.
   await page.click('.nav a[data-page=budgets]');
-  await page.waitForFunction("location.hash.startsWith('#/budgets')");
+  await until("location.hash.startsWith('#/budgets')");
   await ready();
   const cards = page.getByTestId('policy');
   expect(await cards.count()).toBe(2);
@@ -349,7 +363,7 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   expect(await text('empty-project')).toContain('curl -X POST');
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-empty.png'), fullPage: true });
   await page.click('.nav a[data-page=budgets]');
-  await page.waitForFunction("location.hash.startsWith('#/budgets')");
+  await until("location.hash.startsWith('#/budgets')");
   await ready();
   expect(await page.getByTestId('no-policies').isVisible()).toBe(true);
 });
@@ -429,4 +443,47 @@ test("a budget card shows each unit's cost when the scope's usage is in several 
   const weekly = page.locator('[data-testid=budget][data-policy=resource-weekly-tokens]');
   expect(await weekly.getByTestId('budget-used').innerText()).toBe(intText(1800));
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-two-units.png'), fullPage: true });
+});
+
+test('a model with no price is marked in the top models with its unpriced tokens, and the cost says what it leaves out', async () => {
+  // Its own project, so the top tables hold only these steps: 2 priced gpt-4o steps ($3.00), 2 of a model no catalog knows.
+  const own = await createProject(service.url, ['ingest', 'read']);
+  const resourceId = `unpriced-${randomUUID()}`;
+  const at = new Date(Date.now() - 10 * 60_000).toISOString();
+  const acme = { provider: 'acme', model: 'acme-unknown' };
+  const events = [
+    stepEvent({ resourceId, occurredAt: at, usage: { inputTokens: 400_000, outputTokens: 100_000 } }),
+    stepEvent({ resourceId, occurredAt: at, usage: { inputTokens: 200_000, outputTokens: 50_000 } }),
+    stepEvent({ resourceId, occurredAt: at, ...acme, usage: { inputTokens: 1_500_000, outputTokens: 100 } }),
+    stepEvent({ resourceId, occurredAt: at, ...acme, usage: { inputTokens: 500_000, outputTokens: 10 } }),
+  ];
+  expect((await call(service.url, 'POST', '/v1/events', { token: own.key, body: { events } })).body.accepted).toBe(4);
+
+  await signIn(own.key);
+  expect(await text('kpi-cost-value')).toBe(moneyText(3, 'USD'));
+  expect(await text('kpi-tokens-value')).toBe(intText(2_750_110));
+  const kpi = page.getByTestId('kpi-cost-unpriced');
+  expect([await kpi.getAttribute('data-steps'), await kpi.getAttribute('data-tokens')]).toEqual(['2', '2000110']);
+  expect(await kpi.innerText()).toBe('partly unpriced 2,000,110 tokens unpriced');
+
+  const rows = page.getByTestId('models-row');
+  expect(await rows.count()).toBe(2);
+  const unknown = page.locator('[data-testid=models-row][data-key="acme / acme-unknown"]');
+  expect(await unknown.locator('.tokens').innerText()).toBe(intText(2_000_110));
+  expect(await unknown.locator('.cost .amount').innerText()).toBe('—');
+  expect(await unknown.getByTestId('unpriced-badge').innerText()).toBe('no price');
+  expect(await unknown.getByTestId('unpriced-tokens').innerText()).toBe('2,000,110 tokens');
+  expect(await unknown.getAttribute('data-unpriced-steps')).toBe('2');
+  const priced = page.locator('[data-testid=models-row][data-key="openai / gpt-4o"]');
+  expect(await priced.locator('.cost .amount').innerText()).toBe(moneyText(3, 'USD'));
+  expect(await priced.getByTestId('unpriced').count()).toBe(0);
+  // The resource holds both: its cost is the priced part, and it says the rest is unpriced.
+  const resource = page.locator(`[data-testid=resources-row][data-key="${resourceId}"]`);
+  expect(await resource.locator('.cost .amount').innerText()).toBe(moneyText(3, 'USD'));
+  expect(await resource.getByTestId('unpriced-badge').innerText()).toBe('partly unpriced');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-unpriced.png'), fullPage: true });
+
+  await openScope('resource', resourceId);
+  expect(await text('kpi-cost-value')).toBe(moneyText(3, 'USD'));
+  expect(await page.getByTestId('kpi-cost-unpriced-tokens').innerText()).toBe('2,000,110 tokens');
 });

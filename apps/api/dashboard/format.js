@@ -64,3 +64,17 @@ export function duration(ms) {
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
+
+/**
+ * What a cost leaves out (the metric routes' unpricedSteps / unpricedTokens): a "no price" badge
+ * when none of the row's steps had a price, "partly unpriced" when some did not, and their tokens.
+ * Empty when every step was priced.
+ */
+export function unpriced(u, testId = 'unpriced') {
+  if (!u || !u.unpricedSteps) return '';
+  const whole = u.estimatedCost === null || u.estimatedCost === undefined;
+  const steps = `${int(u.unpricedSteps)} step${u.unpricedSteps === 1 ? '' : 's'}`;
+  return `<div class="unpriced" data-testid="${testId}" data-steps="${u.unpricedSteps}" data-tokens="${u.unpricedTokens}" title="${escapeHtml(`${steps} without a price: their tokens are not in the cost`)}">`
+    + `<span class="badge warn" data-testid="${testId}-badge">${whole ? 'no price' : 'partly unpriced'}</span> `
+    + `<span><span data-testid="${testId}-tokens">${int(u.unpricedTokens)} tokens</span> unpriced</span></div>`;
+}

@@ -1,6 +1,6 @@
 import { discovery, metrics, STEPS, TOKENS } from './api.js';
 import { colors, lineChart } from './charts.js';
-import { change, compact, escapeHtml, int, money, timeZone } from './format.js';
+import { change, compact, escapeHtml, int, money, timeZone, unpriced } from './format.js';
 import { buckets, onBuckets } from './time.js';
 
 const TOP = 8;
@@ -34,7 +34,7 @@ export async function renderOverview(el, { range, href }) {
     <div class="page-head"><h1>Overview</h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())}</span></div>
     ${steps.value === 0 ? `<section class="panel empty" data-testid="empty-window"><h2>No steps in this window</h2><p>Your agents have sent events before, just not in the ${escapeHtml(range.label)}. Pick a longer window above.</p></section>` : ''}
     <div class="kpis">
-      ${kpi('cost', 'Cost', money(totals.estimatedCost ?? 0, unit ?? 'USD'), totals.estimatedCost, costDelta, `previous ${money(totals.previousEstimatedCost ?? 0, unit ?? 'USD')}`)}
+      ${kpi('cost', 'Cost', money(totals.estimatedCost ?? 0, unit ?? 'USD'), totals.estimatedCost, costDelta, `previous ${money(totals.previousEstimatedCost ?? 0, unit ?? 'USD')}`, unpriced(totals, 'kpi-cost-unpriced'))}
       ${kpi('tokens', 'Tokens', int(totals.value ?? 0), totals.value ?? 0, tokenDelta, `previous ${int(totals.previousValue ?? 0)}`)}
       ${kpi('steps', 'LLM steps', int(steps.value ?? 0), steps.value ?? 0, stepDelta, `previous ${int(steps.previousValue ?? 0)}`)}
       ${kpi('cost-per-step', 'Cost per step', steps.value ? money((totals.estimatedCost ?? 0) / steps.value, unit ?? 'USD') : '—', null, null, 'average over the window')}
@@ -74,12 +74,13 @@ export async function renderOverview(el, { range, href }) {
   };
 }
 
-function kpi(id, label, text, raw, delta, note) {
+function kpi(id, label, text, raw, delta, note, extra = '') {
   const dir = delta && delta.startsWith('+') ? 'up' : delta && /^[-−]/.test(delta) ? 'down' : '';
   return `<div class="kpi" data-testid="kpi-${id}">
     <div class="label">${label}</div>
     <div class="value" data-testid="kpi-${id}-value" data-value="${raw ?? ''}">${escapeHtml(text)}</div>
     <div class="delta">${delta ? `<span class="${dir}" data-testid="kpi-${id}-change">${escapeHtml(delta)}</span> vs previous period · ` : ''}${escapeHtml(note)}</div>
+    ${extra}
   </div>`;
 }
 
@@ -89,10 +90,10 @@ function table(id, title, groups, name, link, fallbackUnit) {
     .map((g) => {
       const label = name(g.dimensions);
       const url = link?.(g.dimensions);
-      return `<tr data-testid="${id}-row" data-key="${escapeHtml(label)}" data-tokens="${g.value}" data-cost="${g.estimatedCost ?? ''}">
+      return `<tr data-testid="${id}-row" data-key="${escapeHtml(label)}" data-tokens="${g.value}" data-cost="${g.estimatedCost ?? ''}" data-unpriced-steps="${g.unpricedSteps ?? 0}" data-unpriced-tokens="${g.unpricedTokens ?? 0}">
         <td class="name" title="${escapeHtml(label)}">${url ? `<a href="${url}">${escapeHtml(label)}</a>` : escapeHtml(label)}<span class="share"><span style="width:${((g.value / max) * 100).toFixed(1)}%"></span></span></td>
         <td class="num tokens">${int(g.value)}</td>
-        <td class="num cost">${money(g.estimatedCost, g.costUnit ?? (g.estimatedCost === null ? fallbackUnit : null))}</td>
+        <td class="num cost"><span class="amount">${money(g.estimatedCost, g.costUnit ?? (g.estimatedCost === null ? fallbackUnit : null))}</span>${unpriced(g)}</td>
       </tr>`;
     })
     .join('');

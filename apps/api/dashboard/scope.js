@@ -1,7 +1,7 @@
 import { api, metrics, STEPS, TOKENS } from './api.js';
 import { LIMIT_TYPES, SCOPE_FILTER, statusOf, usageFor } from './budget-math.js';
 import { colors, lineChart } from './charts.js';
-import { change, compact, dateTime, escapeHtml, int, money, pct, times, timeZone } from './format.js';
+import { change, compact, dateTime, escapeHtml, int, money, pct, times, timeZone, unpriced } from './format.js';
 import { buckets, intervalFor, onBuckets, WINDOWS } from './time.js';
 
 const PICKABLE = ['resource', 'thread', 'user', 'organization', 'session', 'run'];
@@ -41,7 +41,7 @@ export async function renderScope(el, ctx) {
   el.innerHTML = `
     <div class="page-head"><h1>${escapeHtml(scope)} <span data-testid="scope-id">${escapeHtml(id)}</span></h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())} · <a href="${href('scope')}">other scope</a></span></div>
     <div class="kpis">
-      <div class="kpi" data-testid="kpi-cost"><div class="label">Cost</div><div class="value" data-testid="kpi-cost-value" data-value="${totals.estimatedCost ?? ''}">${escapeHtml(money(totals.estimatedCost ?? 0, unit))}</div><div class="delta">${delta ? `${escapeHtml(delta)} vs previous period` : 'no previous period to compare'}</div></div>
+      <div class="kpi" data-testid="kpi-cost"><div class="label">Cost</div><div class="value" data-testid="kpi-cost-value" data-value="${totals.estimatedCost ?? ''}">${escapeHtml(money(totals.estimatedCost ?? 0, unit))}</div><div class="delta">${delta ? `${escapeHtml(delta)} vs previous period` : 'no previous period to compare'}</div>${unpriced(totals, 'kpi-cost-unpriced')}</div>
       <div class="kpi" data-testid="kpi-tokens"><div class="label">Tokens</div><div class="value" data-testid="kpi-tokens-value" data-value="${totals.value ?? 0}">${int(totals.value ?? 0)}</div><div class="delta">input + output</div></div>
       <div class="kpi" data-testid="kpi-steps"><div class="label">LLM steps</div><div class="value" data-testid="kpi-steps-value" data-value="${steps.value ?? 0}">${int(steps.value ?? 0)}</div><div class="delta">in the ${escapeHtml(range.label)}</div></div>
     </div>
@@ -159,7 +159,7 @@ async function renderPicker(el, { range, href }) {
       .map(([scope, col, title], i) => {
         const groups = lists[i].groups.filter((g) => g.dimensions[col] !== null);
         return `<section class="panel"><header><h2>${title}</h2><span class="muted small">${escapeHtml(range.label)}, by tokens</span></header><table><tbody>${
-          groups.map((g) => `<tr><td class="name"><a href="${href(`scope/${scope}/${encodeURIComponent(g.dimensions[col])}`)}">${escapeHtml(g.dimensions[col])}</a></td><td class="num">${int(g.value)}</td><td class="num">${money(g.estimatedCost, g.costUnit)}</td></tr>`).join('') ||
+          groups.map((g) => `<tr><td class="name"><a href="${href(`scope/${scope}/${encodeURIComponent(g.dimensions[col])}`)}">${escapeHtml(g.dimensions[col])}</a></td><td class="num">${int(g.value)}</td><td class="num cost"><span class="amount">${money(g.estimatedCost, g.costUnit)}</span>${unpriced(g)}</td></tr>`).join('') ||
           `<tr><td class="empty-row">No steps with a ${escapeHtml(col)} in this window.</td></tr>`
         }</tbody></table></section>`;
       })

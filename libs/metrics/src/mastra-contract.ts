@@ -65,6 +65,9 @@
  *   aggregations are null, `count_distinct` 0.
  * - `last` is the value of the latest record by occurredAt (ties: later log position, then higher
  *   metric id). Breakdown ties are ordered by the dimensions' JSON; grouped series by name.
+ * - Beside every cost (the aggregate, each breakdown group, each series point) are `unpricedSteps`
+ *   and `unpricedTokens`: the steps behind the records that have no price, and their token values
+ *   (see `Unpriced`). Mastra's client ignores fields it does not know.
  * - Every response carries `lag: { events, ms }` and headers `x-tollgate-projection-lag-events` /
  *   `-ms`: how many log events the rollup projection has not read yet, and how old the oldest is.
  *   Answers are exact regardless: events beyond the checkpoint are read from the log.
@@ -230,7 +233,18 @@ export interface ProjectionLag {
   ms: number;
 }
 
-export interface AggregateResponse {
+/**
+ * Tollgate's addition beside every cost: usage that has no cost because its model has no price
+ * (an unknown model is unpriced, never free). `unpricedSteps` counts the steps without a price
+ * behind the records, `unpricedTokens` sums their token values (whatever the aggregation, like
+ * `estimatedCost`); both 0 when every step is priced.
+ */
+export interface Unpriced {
+  unpricedSteps: number;
+  unpricedTokens: number;
+}
+
+export interface AggregateResponse extends Unpriced {
   value: number | null;
   estimatedCost: number | null;
   costUnit: string | null;
@@ -240,10 +254,10 @@ export interface AggregateResponse {
   costChangePercent?: number | null;
 }
 export interface BreakdownResponse {
-  groups: { dimensions: Record<string, string | null>; value: number; estimatedCost: number | null; costUnit: string | null }[];
+  groups: ({ dimensions: Record<string, string | null>; value: number; estimatedCost: number | null; costUnit: string | null } & Unpriced)[];
 }
 export interface TimeSeriesResponse {
-  series: { name: string; costUnit: string | null; points: { timestamp: string; value: number; estimatedCost: number | null }[] }[];
+  series: { name: string; costUnit: string | null; points: ({ timestamp: string; value: number; estimatedCost: number | null } & Unpriced)[] }[];
 }
 export interface PercentilesResponse {
   series: { percentile: number; points: { timestamp: string; value: number }[] }[];

@@ -99,11 +99,20 @@ export function costOf(records: RefRecord[]): { estimatedCost: number | null; co
   return { estimatedCost: Number(micros) / 1e6, costUnit: units.size === 1 ? [...units][0] : null };
 }
 
+/** Steps with no price behind the records (each counted once), and the token values of their records. */
+export function unpricedOf(records: RefRecord[]): { unpricedSteps: number; unpricedTokens: number } {
+  const unpriced = records.filter((r) => r.row.unpriced === true);
+  return {
+    unpricedSteps: new Set(unpriced.map((r) => r.position)).size,
+    unpricedTokens: unpriced.filter((r) => r.name.endsWith('_tokens')).reduce((a, r) => a + r.value, 0),
+  };
+}
+
 const change = (now: number | null, before: number | null) => (before === null || before === 0 || now === null ? null : ((now - before) / Math.abs(before)) * 100);
 
 export function refAggregate(all: RefRecord[], args: any) {
   const recs = filterRecords(all, args.name, args.filters);
-  const out: any = { value: aggregateOf(recs, args.aggregation, args.distinctColumn), ...costOf(recs) };
+  const out: any = { value: aggregateOf(recs, args.aggregation, args.distinctColumn), ...costOf(recs), ...unpricedOf(recs) };
   const ts = args.filters?.timestamp;
   if (args.comparePeriod && ts?.start && ts?.end) {
     const s = Date.parse(ts.start);
@@ -136,7 +145,7 @@ export function refBreakdown(all: RefRecord[], args: any) {
   const recs = filterRecords(all, args.name, args.filters);
   const dir = args.orderDirection === 'ASC' ? 1 : -1;
   const groups = groupsOf(recs, args.groupBy)
-    .map((g) => ({ dimensions: Object.fromEntries(args.groupBy.map((f: string, i: number) => [f, g.values[i]])), value: aggregateOf(g.records, args.aggregation, args.distinctColumn) ?? 0, ...costOf(g.records) }))
+    .map((g) => ({ dimensions: Object.fromEntries(args.groupBy.map((f: string, i: number) => [f, g.values[i]])), value: aggregateOf(g.records, args.aggregation, args.distinctColumn) ?? 0, ...costOf(g.records), ...unpricedOf(g.records) }))
     .sort((a, b) => (a.value - b.value) * dir || cmp(JSON.stringify(a.dimensions), JSON.stringify(b.dimensions)));
   return { groups: args.limit ? groups.slice(0, args.limit) : groups };
 }
@@ -156,7 +165,7 @@ function pointsOf(recs: RefRecord[], interval: string, toPoint: (ts: number, rs:
 
 export function refTimeSeries(all: RefRecord[], args: any) {
   const recs = filterRecords(all, args.name, args.filters);
-  const point = (ts: number, rs: RefRecord[]) => ({ timestamp: new Date(ts).toISOString(), value: aggregateOf(rs, args.aggregation, args.distinctColumn) ?? 0, estimatedCost: costOf(rs).estimatedCost });
+  const point = (ts: number, rs: RefRecord[]) => ({ timestamp: new Date(ts).toISOString(), value: aggregateOf(rs, args.aggregation, args.distinctColumn) ?? 0, estimatedCost: costOf(rs).estimatedCost, ...unpricedOf(rs) });
   if (!args.groupBy) return { series: [{ name: args.name.join(','), costUnit: costOf(recs).costUnit, points: pointsOf(recs, args.interval, point) }] };
   return {
     series: groupsOf(recs, args.groupBy)

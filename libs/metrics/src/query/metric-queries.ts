@@ -43,6 +43,7 @@ function valueOf(row: AggregatedRow | undefined, aggregation: AggregateArgs['agg
 }
 
 const costOf = (row: AggregatedRow | undefined) => (row && row.costMicros !== null ? row.costMicros / 1e6 : null);
+const unpricedOf = (row: AggregatedRow | undefined) => ({ unpricedSteps: row?.unpricedSteps ?? 0, unpricedTokens: row?.unpricedTokens ?? 0 });
 const unitOf = (units: Iterable<string>) => {
   const set = new Set(units);
   return set.size === 1 ? [...set][0] : null;
@@ -72,6 +73,7 @@ export class MetricQueries {
       value: valueOf(now.rows[0], args.aggregation),
       estimatedCost: costOf(now.rows[0]),
       costUnit: unitOf(now.rows[0]?.costUnits ?? []),
+      ...unpricedOf(now.rows[0]),
       lag: now.lag,
     };
     const ts = args.filters?.timestamp;
@@ -96,6 +98,7 @@ export class MetricQueries {
         value: valueOf(r, args.aggregation) ?? 0,
         estimatedCost: costOf(r),
         costUnit: unitOf(r.costUnits),
+        ...unpricedOf(r),
       }))
       .sort((a, b) => (a.value - b.value) * direction || compare(JSON.stringify(a.dimensions), JSON.stringify(b.dimensions)));
     return { groups: args.limit ? groups.slice(0, args.limit) : groups, lag };
@@ -104,7 +107,7 @@ export class MetricQueries {
   async timeSeries(projectId: string, args: TimeSeriesArgs): Promise<WithLag<TimeSeriesResponse>> {
     const q = buildQuery(projectId, args.name, args.filters, { groups: args.groupBy, distinct: args.distinctColumn, bucketMs: INTERVALS[args.interval], last: args.aggregation === 'last' });
     const { rows, lag } = await aggregateRecords(this.db, q, rollupLevels(q));
-    const series = new Map<string, { name: string; units: Set<string>; points: { timestamp: string; value: number; estimatedCost: number | null; ts: number }[] }>();
+    const series = new Map<string, { name: string; units: Set<string>; points: (TimeSeriesResponse['series'][number]['points'][number] & { ts: number })[] }>();
     if (!args.groupBy) series.set('', { name: args.name.join(','), units: new Set(), points: [] });
     for (const r of rows) {
       const name = args.groupBy ? r.groups.map((v) => v ?? '').join('|') : args.name.join(',');
@@ -112,7 +115,7 @@ export class MetricQueries {
       let s = series.get(key);
       if (!s) series.set(key, (s = { name, units: new Set(), points: [] }));
       r.costUnits.forEach((u) => s!.units.add(u));
-      s.points.push({ ts: r.ts!, timestamp: new Date(r.ts!).toISOString(), value: valueOf(r, args.aggregation) ?? 0, estimatedCost: costOf(r) });
+      s.points.push({ ts: r.ts!, timestamp: new Date(r.ts!).toISOString(), value: valueOf(r, args.aggregation) ?? 0, estimatedCost: costOf(r), ...unpricedOf(r) });
     }
     return {
       series: [...series.values()]

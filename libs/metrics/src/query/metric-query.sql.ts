@@ -20,6 +20,10 @@ export interface AggregatedRow {
   last: number | null;
   costMicros: number | null;
   costUnits: string[];
+  /** Steps without a price among those the group's records come from. */
+  unpricedSteps: number;
+  /** The token values of the group's records whose step has no price (durations are not tokens). */
+  unpricedTokens: number;
 }
 
 export interface QueryAnswer<T> {
@@ -88,7 +92,12 @@ function bucketSql(col: string, q: MetricQuery): string {
   return `(floor(extract(epoch FROM ${col}) * 1000 / ${q.bucketMs}) * ${q.bucketMs})::float8`;
 }
 
-/** Columns every part yields, in order: [ts,] g0..gn, dv, cnt, sum, mn, mx, cost, cost_n, unit[, occ, pos, name_id]. */
+/**
+ * Columns every part yields, in order: [ts,] g0..gn, dv, cnt, sum, mn, mx, cost, cost_n, unit,
+ * name_id, step[, occ, pos]. `step` is the event's position on raw rows and NULL on rollup rows.
+ * A step without a price has no cost unit (libs/ledger prices a step whole or not at all), so a
+ * NULL unit marks its records in the log and in every cube alike.
+ */
 function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Params): string {
   const table = cube === 'scope' ? 'metric_scope_rollups' : 'metric_rollups';
   const seg = segments.map((s) => {
@@ -103,6 +112,7 @@ function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Pa
     ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p, join)} AS g${i}`),
     `${q.distinct ? fieldSql(q.distinct, 'rollup', p, join) : 'NULL::text'} AS dv`,
     'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', `${join ? 'd' : 'r'}.cost_unit AS unit`,
+    'r.name::int AS name_id', 'NULL::bigint AS step',
   ];
   const project = p.add(q.projectId);
   return `SELECT ${cols.join(', ')}
@@ -118,7 +128,8 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): st
     `${q.distinct ? fieldSql(q.distinct, 'raw', p) : 'NULL::text'} AS dv`,
     '1::bigint AS cnt', 'm.value AS sum', 'm.value::float8 AS mn', 'm.value::float8 AS mx',
     'COALESCE(m.cost, 0) AS cost', '(m.cost IS NOT NULL)::int::bigint AS cost_n', 'e.cost_unit AS unit',
-    ...(q.last ? ['e.occurred_at AS occ', 'e.position AS pos', 'm.name_id AS name_id'] : []),
+    'm.name_id::int AS name_id', 'e.position AS step',
+    ...(q.last ? ['e.occurred_at AS occ', 'e.position AS pos'] : []),
   ];
   return `SELECT ${cols.join(', ')}
     FROM ${source} e ${unpivot(q.metricIds)}
@@ -149,6 +160,7 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
     'sum(cost) FILTER (WHERE cost_n > 0)::float8 AS cost',
     'array_remove(array_agg(DISTINCT unit) FILTER (WHERE cost_n > 0), NULL) AS units',
     ...(q.last ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC))[1]::float8 AS last'] : []),
+    ...unpricedMeasures(q),
   ];
   return `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
@@ -161,6 +173,24 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
   SELECT (SELECT COALESCE(json_agg(agg), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
 }
 
+const TOKEN_METRIC_IDS = [...METRIC_BY_ID.values()].filter((m) => m.name.endsWith('_tokens')).map((m) => m.id);
+
+/**
+ * Unpriced steps and tokens of a group. The log's rows are steps themselves: counted distinct. A
+ * rollup row counts records, not steps; every step has one record of each metric it produces, so
+ * the most unpriced records of any one metric is the number of unpriced steps when the group's
+ * metrics include a token total (every step produces both) or are a single metric — rollupLevels
+ * reads the log for the other queries. Rollup rows and log rows never hold the same event.
+ */
+function unpricedMeasures(q: MetricQuery): string[] {
+  const tokenIds = q.metricIds.filter((id) => TOKEN_METRIC_IDS.includes(id));
+  return [
+    `COALESCE(sum(sum) FILTER (WHERE unit IS NULL AND name_id IN (${tokenIds.length ? tokenIds.join(', ') : 'NULL'})), 0)::float8 AS un_tokens`,
+    'count(DISTINCT step) FILTER (WHERE unit IS NULL)::int AS un_log_steps',
+    ...q.metricIds.map((id) => `COALESCE(sum(cnt) FILTER (WHERE unit IS NULL AND step IS NULL AND name_id = ${id}), 0)::float8 AS un_${id}`),
+  ];
+}
+
 interface RawAgg {
   ts?: number;
   cnt: number | null;
@@ -171,7 +201,10 @@ interface RawAgg {
   cost: number | null;
   units: string[] | null;
   last?: number | null;
+  un_tokens: number;
+  un_log_steps: number;
   [g: `g${number}`]: string | null;
+  [un: `un_${number}`]: number;
 }
 
 /**
@@ -208,6 +241,8 @@ export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan
       last: r.last ?? null,
       costMicros: r.cost,
       costUnits: r.units ?? [],
+      unpricedSteps: r.un_log_steps + Math.max(0, ...q.metricIds.map((id) => r[`un_${id}`])),
+      unpricedTokens: r.un_tokens,
     }));
   return { rows, lag: { events: lagEvents, ms: Math.max(0, Math.round(result.lag_ms)) } };
 }

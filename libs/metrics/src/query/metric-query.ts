@@ -76,9 +76,21 @@ export function buildQuery(
   };
 }
 
+// Every step produces both token totals (METRICS' `always`, and a step always has input and output token counts).
+const TOTAL_IDS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'].map((n) => METRIC_BY_NAME.get(n)!.id);
+
+/**
+ * Whether rollups can count a group's unpriced steps: they count records, and a group's steps are
+ * those of its records — the records of one metric, or of a token total (which every step has).
+ */
+function stepsCountable(q: MetricQuery): boolean {
+  return q.metricIds.length === 1 || q.metricIds.some((id) => TOTAL_IDS.includes(id)) || q.groups.some((g) => g.location === 'name');
+}
+
 /**
  * Which rollup levels can answer the query: none when it filters or groups on something only the
- * raw log has (trace/run/span ids, labels, tags) or needs per-record order (`last`); the hourly
+ * raw log has (trace/run/span ids, labels, tags), needs per-record order (`last`) or cannot count
+ * its unpriced steps from records (several metrics, none a token total, see stepsCountable); the hourly
  * scoped cube when it involves scope ids; else the project cube's day/hour/minute levels. Series
  * buckets must be whole multiples of the level (all of Mastra's intervals are).
  */
@@ -86,7 +98,8 @@ export type Cube = 'unit' | 'project' | 'scope';
 
 export function rollupLevels(q: MetricQuery): { cube: Cube; levels: Granularity[] } {
   const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
-  const rawOnly = q.last || q.traceIds !== undefined || q.tags !== undefined || q.labels !== undefined || refs.some((r) => r.location === 'raw' || r.location === 'label');
+  const rawOnly =
+    q.last || q.traceIds !== undefined || q.tags !== undefined || q.labels !== undefined || refs.some((r) => r.location === 'raw' || r.location === 'label') || !stepsCountable(q);
   if (rawOnly) return { cube: 'project', levels: [] };
   const scoped = refs.some((r) => r.location === 'scope');
   // Only the metric name and the cost unit: the small cost-unit cube answers.
