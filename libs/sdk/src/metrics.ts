@@ -62,6 +62,9 @@ export interface MetricAggregateResponse {
   previousValue?: number | null;
   changePercent?: number | null;
   estimatedCost?: number | null;
+  /** Steps in the answer that have no price (their cost is not in `estimatedCost`), and their tokens. */
+  unpricedSteps?: number;
+  unpricedTokens?: number;
   costUnit?: string | null;
   previousEstimatedCost?: number | null;
   costChangePercent?: number | null;
@@ -82,7 +85,7 @@ export interface MetricBreakdownRequest {
 
 /** `metrics.breakdown` answer. */
 export interface MetricBreakdownResponse {
-  groups: { dimensions: Record<string, string | null>; value: number; estimatedCost?: number | null; costUnit?: string | null }[];
+  groups: { dimensions: Record<string, string | null>; value: number; estimatedCost?: number | null; costUnit?: string | null; unpricedSteps?: number; unpricedTokens?: number }[];
   [extra: string]: unknown;
 }
 
@@ -98,7 +101,7 @@ export interface MetricTimeSeriesRequest {
 
 /** `metrics.timeSeries` answer; point timestamps are Dates. */
 export interface MetricTimeSeriesResponse {
-  series: { name: string; costUnit?: string | null; points: { timestamp: Date; value: number; estimatedCost?: number | null }[] }[];
+  series: { name: string; costUnit?: string | null; points: { timestamp: Date; value: number; estimatedCost?: number | null; unpricedSteps?: number; unpricedTokens?: number }[] }[];
   [extra: string]: unknown;
 }
 
