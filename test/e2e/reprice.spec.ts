@@ -155,7 +155,7 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     const ranged = await api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'sum', filters: { timestamp: wholeHours } });
     expect(ranged.body).toMatchObject({ value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD' });
     const byUnit = await api(p, 'POST', '/api/observability/metrics/breakdown', { name: TOTALS, groupBy: ['costUnit'], aggregation: 'sum' });
-    expect(byUnit.body.groups).toEqual([{ dimensions: { costUnit: 'USD' }, value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD' }]);
+    expect(byUnit.body.groups).toEqual([{ dimensions: { costUnit: 'USD' }, value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD', unpricedSteps: 0, unpricedTokens: 0 }]);
     expect(await rollupsOf(p)).toEqual(await rollupsOf(twin));
 
     // A second identical reprice appends nothing.
