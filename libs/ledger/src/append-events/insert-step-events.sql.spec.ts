@@ -5,6 +5,7 @@ import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
 import { priceStep } from '../pricing/price-step';
 import { readExceededReservations } from '../reservations/exceeded.sql';
+import { closeReservations } from '../reservations/release-reservation.sql';
 import { insertStepEvents } from './insert-step-events.sql';
 
 describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
@@ -48,6 +49,7 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
     reservationId,
   });
   const insert = (project: string, e: StepUsageEvent) => insertStepEvents(prisma.sql, project, [{ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) }]);
+  const holds = (project: string) => prisma.sql.query('SELECT scope_key, reservation_id, cost_micros::text FROM reservation_holds WHERE project_id = $1', project);
   const types = async (project: string) =>
     (await prisma.sql.query<{ type: string; event_id: string }>('SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position', project)).map((r) => [r.type, r.event_id]);
 
@@ -61,6 +63,16 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
       ['StepUsageRecorded', e.eventId],
       ['ReservationSettled', 'tg:reservation:rsv_a:settled'],
     ]);
+    // What it held is gone in the same statement (the guard reads holds, not reservations).
+    expect(await holds(project)).toEqual([]);
+  });
+
+  it('holds an open reservation per scope until released, then holds nothing', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, 'rsv_h', 1000);
+    expect(await holds(project)).toEqual([{ scope_key: 'resource:r1', reservation_id: 'rsv_h', cost_micros: '4500' }]);
+    await closeReservations(prisma.sql, { projectId: project, id: 'rsv_h' }, 'released');
+    expect(await holds(project)).toEqual([]);
   });
 
   it('settles past the reservation: ReservationExceeded in the same statement, returned with the step', async () => {

@@ -141,12 +141,17 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
          FROM (SELECT DISTINCT ON (reservation_id) reservation_id, event_id, provider, model, input_tokens, output_tokens, cost_micros, cost_unit
                  FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s
         WHERE r.project_id = $2 AND r.id = s.reservation_id AND r.status = 'open'
-       RETURNING r.id, r.scope_keys, r.cost_micros AS r_cost, r.cost_unit AS r_unit, r.input_tokens AS r_in, r.output_tokens AS r_out,
+       RETURNING r.id, r.scope_keys, r.expires_at, r.cost_micros AS r_cost, r.cost_unit AS r_unit, r.input_tokens AS r_in, r.output_tokens AS r_out,
                  r.estimated_input_tokens, r.provider AS r_provider, r.model AS r_model,
                  s.event_id AS step_event_id, s.input_tokens, s.output_tokens, s.cost_micros, s.cost_unit,
                  -- Money is compared only in one unit; tokens always.
                  (s.input_tokens > r.input_tokens OR s.output_tokens > r.output_tokens
                   OR (s.cost_unit = r.cost_unit AND s.cost_micros > r.cost_micros)) AS exceeded
+     ),
+     unheld AS (
+       DELETE FROM reservation_holds h USING (SELECT id, expires_at, unnest(scope_keys) AS scope_key FROM settled) x
+        WHERE h.project_id = $2 AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
+       RETURNING 1
      ),
      settle_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)

@@ -54,8 +54,9 @@ export async function readExistingReservations(tx: Sql, projectId: string, stepI
 }
 
 /**
- * Writes what a group commit decided, in one statement: the reservations (a step that already has
- * one keeps it: the insert skips it, and so its BudgetReserved event), then the events, each
+ * Writes what a group commit decided, in one statement: the reservations and what each holds per
+ * scope (a step that already has one keeps it: the insert skips it, and so its holds and its
+ * BudgetReserved event), then the events, each
  * claimed in `event_ids` like every event of the log. Returns the ids of the reservations made.
  */
 export async function writeGuardOutcome(tx: Sql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
@@ -85,6 +86,12 @@ const OUTCOME_SQL = `WITH rin AS (
          FROM rin ORDER BY step_id
        ON CONFLICT (project_id, step_id) DO NOTHING
        RETURNING id
+     ),
+     held AS (
+       INSERT INTO reservation_holds (project_id, scope_key, expires_at, reservation_id, cost_micros, cost_unit, input_tokens, output_tokens)
+       SELECT $2, k.scope_key, rin.expires_at, rin.id, rin.cost_micros, rin.cost_unit, rin.input_tokens, rin.output_tokens
+         FROM rin JOIN made USING (id) CROSS JOIN LATERAL unnest(rin.scope_keys) AS k(scope_key)
+       RETURNING 1
      ),
      ein AS (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,

@@ -54,8 +54,8 @@ const USAGE_SQL = `WITH s AS (
       UNION ALL
       SELECT s.i, x.cost_unit, 0, 0, 0, 0, x.cost_micros, x.input_tokens, x.output_tokens
         FROM s CROSS JOIN LATERAL (
-          SELECT cost_unit, cost_micros, input_tokens, output_tokens FROM reservations r
-           WHERE r.project_id = $1 AND r.status = 'open' AND r.expires_at > $8 AND r.scope_keys @> ARRAY[s.scope || ':' || s.scope_id]
+          SELECT cost_unit, cost_micros, input_tokens, output_tokens FROM reservation_holds h
+           WHERE h.project_id = $1 AND h.scope_key = s.scope || ':' || s.scope_id AND h.expires_at > $8
           OFFSET 0) x
        WHERE s.kind = 'x'
     ) AS u

@@ -17,7 +17,12 @@ export async function closeReservations(db: Sql, where: { projectId: string; id:
     `WITH closed AS (
        UPDATE reservations SET status = $1, closed_at = now()
         WHERE status = 'open' AND ${filter}
-       RETURNING id, project_id, cost_micros, input_tokens, output_tokens
+       RETURNING id, project_id, scope_keys, expires_at, cost_micros, input_tokens, output_tokens
+     ),
+     unheld AS (
+       DELETE FROM reservation_holds h USING (SELECT project_id, id, expires_at, unnest(scope_keys) AS scope_key FROM closed) x
+        WHERE h.project_id = x.project_id AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
+       RETURNING 1
      ),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
