@@ -267,7 +267,9 @@ async function clearReservations(pool: Pool, projectId: string): Promise<{ reser
      SELECT count(*) AS n, count(*) FILTER (WHERE status = 'open') AS open, count(DISTINCT xmin::text) AS xacts FROM gone`,
     [projectId],
   );
-  await pool.query('VACUUM (ANALYZE) reservations, usage_counters');
+  // What the deleted reservations held (the guard reads holds, not reservations).
+  await pool.query('DELETE FROM reservation_holds WHERE project_id = $1', [projectId]);
+  await pool.query('VACUUM (ANALYZE) reservations, reservation_holds, usage_counters');
   await pool.query('VACUUM events, event_ids');
   return { reservations: Number(rows[0].n), open: Number(rows[0].open), xacts: Number(rows[0].xacts) };
 }
