@@ -7,7 +7,7 @@ import { GuardController } from './check-guard/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
 import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
-import { PriceOverrides } from './prices/price-overrides.repository';
+import { ProjectSettingsReader } from './check-guard/project-settings.reader';
 import { PricesController } from './prices/prices.controller';
 import { PricesService } from './prices/prices.service';
 import { RepriceController } from './reprice/reprice.controller';
@@ -17,8 +17,8 @@ import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, PriceOverrides, PricesService, ProjectsService, Repricer, ReservationsService],
-  exports: [StepPricer, PriceOverrides, PricesService, ProjectsService, Repricer, ReservationsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService],
+  exports: [StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService],
 })
 export class LedgerModule {}
 

@@ -1,11 +1,10 @@
 import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { IngestResponse, IngestResult } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
-import { Caches, Clock, Config } from '@tollgate/platform';
-import { readProjectSettings, type ProjectSettings } from '../check-guard/project-settings.sql';
+import { Clock, Config } from '@tollgate/platform';
+import { ProjectSettingsReader } from '../check-guard/project-settings.reader';
 import { StepUsageRecorded } from '../events';
 import { priceStep } from '../pricing/price-step';
-import { PriceOverrides } from '../prices/price-overrides.repository';
 import { AppendEvents } from './append-events.command';
 import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
@@ -18,25 +17,24 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
   constructor(
     private readonly prisma: PrismaService,
     private readonly partitions: EventPartitions,
-    private readonly prices: PriceOverrides,
+    private readonly projectSettings: ProjectSettingsReader,
     private readonly eventBus: EventBus,
     private readonly config: Config,
     private readonly clock: Clock,
-    private readonly caches: Caches,
   ) {}
 
   async execute({ projectId, events }: AppendEvents): Promise<IngestResponse> {
     const now = this.clock.now();
-    const settings = await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId));
+    const settings = await this.projectSettings.get(projectId);
     const operatorMax = this.config.values.INGEST_MAX_AGE_DAYS;
-    const maxAgeDays = Math.min(operatorMax, (settings as ProjectSettings | null)?.maxEventAgeDays ?? operatorMax);
+    const maxAgeDays = Math.min(operatorMax, settings?.maxEventAgeDays ?? operatorMax);
     const { valid, decided } = validateStepEvents(events, now, { maxFutureSkewMs: this.config.values.INGEST_MAX_FUTURE_SKEW_MS, maxAgeDays });
     const results: IngestResult[] = new Array(events.length);
     for (const [index, result] of decided) results[index] = result;
 
     await this.rejectForeignSettlements(projectId, valid, results);
     if (valid.length > 0) {
-      const overrides = await this.prices.forProject(projectId);
+      const overrides = settings?.overrides ?? [];
       const rows: StepRow[] = valid.map(({ event }) => {
         const occurredAt = new Date(event.occurredAt);
         return { event, occurredAt, cost: priceStep(event, occurredAt, overrides) };

@@ -4,7 +4,7 @@ import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts'
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
 import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/observability/metrics';
-import { AppError, Caches, Clock, Config, isUnavailable } from '@tollgate/platform';
+import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
 import { StepPricer } from '../estimate/step-pricer';
@@ -25,7 +25,8 @@ import {
   type UsageTotals,
 } from './guard-decision';
 import { GroupCommit } from './group-commit';
-import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
+import { ProjectSettingsReader } from './project-settings.reader';
+import type { ProjectSettings } from './project-settings.sql';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
@@ -64,7 +65,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly partitions: EventPartitions,
     private readonly config: Config,
     private readonly clock: Clock,
-    private readonly caches: Caches,
+    private readonly projectSettings: ProjectSettingsReader,
     private readonly pricer: StepPricer,
   ) {
     const v = config.values;
@@ -157,7 +158,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   private async load(projectId: string, request: GuardCheckRequest, now: Date): Promise<LoadedCheck> {
-    const settings = ((await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null) ?? NO_SETTINGS;
+    const settings = (await this.projectSettings.get(projectId)) ?? NO_SETTINGS;
     const { limits, skipped } = effectiveLimits(request, settings.policies, settings.money.base);
     const estimate = request.estimate ? await this.pricer.price(projectId, request.estimate, settings, now) : undefined;
     return {

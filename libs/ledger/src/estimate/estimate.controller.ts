@@ -1,9 +1,8 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { estimateRequestSchema, type EstimateRequest, type EstimateResponse } from '@tollgate/contracts';
-import { PrismaService } from '@tollgate/database';
-import { AuthGuard, Caches, Clock, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { AppError, AuthGuard, Clock, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { estimateView } from '../check-guard/guard-decision';
-import { readProjectSettings, type ProjectSettings } from '../check-guard/project-settings.sql';
+import { ProjectSettingsReader } from '../check-guard/project-settings.reader';
 import { countMessageTokens } from './count-tokens';
 import { StepPricer } from './step-pricer';
 
@@ -12,8 +11,7 @@ import { StepPricer } from './step-pricer';
 export class EstimateController {
   constructor(
     private readonly pricer: StepPricer,
-    private readonly prisma: PrismaService,
-    private readonly caches: Caches,
+    private readonly projectSettings: ProjectSettingsReader,
     private readonly clock: Clock,
   ) {}
 
@@ -22,7 +20,8 @@ export class EstimateController {
   @RequireScope('guard', 'read')
   @Documented({ summary: 'What a step would cost before making it, priced as the guard would reserve it', tag: 'guard', auth: 'guard', body: estimateRequestSchema })
   async estimate(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(estimateRequestSchema)) body: EstimateRequest): Promise<EstimateResponse> {
-    const settings = (await this.caches.projects.get(principal.projectId, () => readProjectSettings(this.prisma.sql, principal.projectId))) as ProjectSettings;
+    const settings = await this.projectSettings.get(principal.projectId);
+    if (!settings) throw new AppError('not_found', `No project ${principal.projectId}`);
     const counted = body.messages ? countMessageTokens(body.messages) : body.inputTokens!;
     const priced = await this.pricer.price(principal.projectId, { provider: body.provider, model: body.model, inputTokens: counted, maxOutputTokens: body.maxOutputTokens }, settings, this.clock.now());
     return { provider: body.provider, model: body.model, countedInputTokens: counted, counted: body.messages ? 'o200k' : 'given', ...estimateView(priced) };
