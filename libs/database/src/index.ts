@@ -1,6 +1,8 @@
 export { PrismaService } from './prisma.service';
 export { ensureDatabase, applyMigrations, migrationsDir } from './migrate';
 export { EventPartitions, monthOf } from './partitions';
+export { EventRetention, listEventPartitions, retentionCutoff } from './retention';
+export type { EventPartition, RetentionResult } from './retention';
 export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader';
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';

@@ -31,6 +31,11 @@ const configSchema = z.object({
    */
   INGEST_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(36_500).default(35),
   INGEST_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /**
+   * Months of the event log kept (unset: all of it). Older monthly partitions are dropped by the
+   * worker once the metric rollups cover them; at least 13 so every 365-day guard window is kept.
+   */
+  TOLLGATE_RETENTION_MONTHS: z.coerce.number().int().min(13, 'must be at least 13 (a 365-day guard window must stay in the log)').max(1200).optional(),
   /** Months of event partitions kept created ahead of now. */
   PARTITIONS_AHEAD_MONTHS: z.coerce.number().int().min(1).max(24).default(3),
   SHUTDOWN_GRACE_MS: durationMs.default(10_000),
@@ -107,6 +112,8 @@ const configSchema = z.object({
   RATE_LIMIT_REDIS_TIMEOUT_MS: durationMs.default(50),
 }).superRefine((c, ctx) => {
   // Project ids and exporter names are tenants' identifiers: never served to anyone who can reach the port.
+  // An event accepted at ingest must land in a month that retention keeps.
+  if (c.TOLLGATE_RETENTION_MONTHS !== undefined && c.INGEST_MAX_AGE_DAYS > (c.TOLLGATE_RETENTION_MONTHS - 1) * 28) ctx.addIssue({ code: 'custom', path: ['INGEST_MAX_AGE_DAYS'], message: `must be at most ${(c.TOLLGATE_RETENTION_MONTHS - 1) * 28} with TOLLGATE_RETENTION_MONTHS=${c.TOLLGATE_RETENTION_MONTHS}` });
   if (c.METRICS_TENANT_LABELS === 'on' && !c.METRICS_TOKEN) ctx.addIssue({ code: 'custom', path: ['METRICS_TENANT_LABELS'], message: 'on needs METRICS_TOKEN (tenant labels are never served without a token)' });
 });
 

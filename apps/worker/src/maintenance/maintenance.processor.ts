@@ -1,6 +1,7 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { EventPartitions } from '@tollgate/database';
+import { EventPartitions, EventRetention, PrismaService, type RetentionResult } from '@tollgate/database';
+import { ROLLUP_PROJECTION } from '@tollgate/metrics';
 import { Config, JobHandlers, parseJob, type JobPayload } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
@@ -9,20 +10,30 @@ import { keepJobScheduler } from '../job-schedulers';
 @Processor('maintenance')
 export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('maintenance');
+  private readonly retention: EventRetention;
 
   constructor(
     private readonly handlers: JobHandlers,
     private readonly partitions: EventPartitions,
     private readonly config: Config,
+    prisma: PrismaService,
     @InjectQueue('maintenance') private readonly queue: Queue,
   ) {
     super();
+    this.retention = new EventRetention(prisma);
     handlers.register('maintenance', 'partitions.ensure', (data) => this.ensurePartitions(data as JobPayload<'maintenance', 'partitions.ensure'>));
+    handlers.register('maintenance', 'retention.apply', (data) => this.applyRetention(data as JobPayload<'maintenance', 'retention.apply'>));
   }
 
   async onApplicationBootstrap(): Promise<void> {
     // Hourly, and once now: a month boundary never finds the log without its partition.
     await keepJobScheduler(this.queue, 'partitions.ensure', { every: 3600_000 }, { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    // Hourly too: a month past the retention goes as soon as the rollups have read all of it.
+    if (this.config.values.TOLLGATE_RETENTION_MONTHS !== undefined) {
+      await keepJobScheduler(this.queue, 'retention.apply', { every: 3600_000 }, { name: 'retention.apply', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    } else {
+      await this.queue.removeJobScheduler('retention.apply');
+    }
   }
 
   async process(job: Job): Promise<unknown> {
@@ -36,5 +47,14 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
     const names = await this.partitions.ensureAhead(new Date(), data.monthsAhead ?? this.config.values.PARTITIONS_AHEAD_MONTHS);
     this.logger.debug({ msg: 'partitions ensured', names });
     return { partitions: names };
+  }
+
+  /** Drops the months past TOLLGATE_RETENTION_MONTHS that the metric rollups cover (nothing when unset). */
+  async applyRetention(data: JobPayload<'maintenance', 'retention.apply'>): Promise<RetentionResult | { skipped: 'TOLLGATE_RETENTION_MONTHS unset' }> {
+    const months = this.config.values.TOLLGATE_RETENTION_MONTHS;
+    if (months === undefined) return { skipped: 'TOLLGATE_RETENTION_MONTHS unset' };
+    const result = await this.retention.apply(data.now ? new Date(data.now) : new Date(), months, ROLLUP_PROJECTION);
+    if (result.waiting.length > 0) this.logger.warn({ msg: 'partitions past the retention wait for the metric rollups', partitions: result.waiting });
+    return result;
   }
 }

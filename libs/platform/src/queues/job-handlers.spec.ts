@@ -18,6 +18,7 @@ describe('JobHandlers', () => {
   it('accepts exactly one handler per job', () => {
     const h = new JobHandlers();
     h.register('maintenance', 'partitions.ensure', noop);
+    h.register('maintenance', 'retention.apply', noop);
     expect(() => h.assertComplete(['maintenance'])).not.toThrow();
   });
 });

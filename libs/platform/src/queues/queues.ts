@@ -9,6 +9,8 @@ export const QUEUES = {
   maintenance: {
     /** Creates the event log's monthly partitions ahead of time (also done on demand at ingest). */
     'partitions.ensure': z.object({ monthsAhead: z.number().int().min(1).max(24).optional() }),
+    /** Drops monthly partitions past TOLLGATE_RETENTION_MONTHS that the rollups cover (`now`: a fixed clock, for tests). */
+    'retention.apply': z.object({ now: z.iso.datetime().optional() }),
   },
   guard: {
     /** Marks expired reservations lapsed and logs it (they stop counting at expiry regardless). */
