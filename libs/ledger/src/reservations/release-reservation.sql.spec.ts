@@ -1,0 +1,125 @@
+import { EventPartitions, PrismaService } from '@tollgate/database';
+import { randomUUID } from 'node:crypto';
+import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
+import { closeReservations, readReservation, readReservationContexts } from './release-reservation.sql';
+
+describe('reservation statements (real PostgreSQL)', () => {
+  const prisma = new PrismaService(TEST_DATABASE_URL, 2);
+  beforeAll(() => new EventPartitions(prisma).ensureAhead(new Date(), 1));
+  afterAll(() => prisma.onModuleDestroy());
+
+  const reserve = (project: string, id: string, expiresAt: Date, scopeKeys = ['resource:r1', 'user:u1']) =>
+    writeGuardOutcome(
+      prisma.sql,
+      project,
+      [
+        {
+          id,
+          stepId: `step-${id}`,
+          scopeKeys,
+          contextKeys: [...scopeKeys, 'run:t1'],
+          costMicros: 4500,
+          costUnit: 'USD',
+          inputTokens: 1000,
+          outputTokens: 200,
+          rawInputTokens: 1000,
+          provider: 'openai',
+          model: 'gpt-4o',
+          createdAt: new Date(),
+          expiresAt,
+        },
+      ],
+      [],
+    );
+  const released = (project: string) =>
+    prisma.sql.query<{ event_id: string; reservation_id: string; data: unknown }>(
+      `SELECT event_id, reservation_id, data FROM events WHERE project_id = $1 AND type = 'ReservationReleased' ORDER BY event_id`,
+      project,
+    );
+  const holds = (project: string) => prisma.sql.query<{ scope_key: string; reservation_id: string }>('SELECT scope_key, reservation_id FROM reservation_holds WHERE project_id = $1 ORDER BY scope_key, reservation_id', project);
+  const inAMinute = () => new Date(Date.now() + 60_000);
+  // Reservation ids are unique across projects: each test names its own.
+  let rsv: (name: string) => string;
+  beforeEach(() => {
+    const run = randomUUID().slice(0, 8);
+    rsv = (name) => `rsv_${name}_${run}`;
+  });
+
+  it('releases one reservation: status and time, its holds gone in every scope, one ReservationReleased with what it held', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, rsv('a'), inAMinute());
+    await reserve(project, rsv('b'), inAMinute());
+    expect(await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'released')).toEqual([{ id: rsv('a'), project_id: project }]);
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({ id: rsv('a'), status: 'released', closedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(await readReservation(prisma.sql, project, rsv('b'))).toEqual({ id: rsv('b'), status: 'open', closedAt: null });
+    expect(await holds(project)).toEqual([
+      { scope_key: 'resource:r1', reservation_id: rsv('b') },
+      { scope_key: 'user:u1', reservation_id: rsv('b') },
+    ]);
+    expect(await released(project)).toEqual([
+      { event_id: `tg:reservation:${rsv('a')}:released`, reservation_id: rsv('a'), data: { reason: 'released', costMicros: 4500, inputTokens: 1000, outputTokens: 200 } },
+    ]);
+  });
+
+  it('closing twice changes nothing and logs nothing more', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, rsv('a'), inAMinute());
+    await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'released');
+    const before = await readReservation(prisma.sql, project, rsv('a'));
+    expect(await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'released')).toEqual([]);
+    expect(await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'lapsed')).toEqual([]);
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual(before);
+    expect((await released(project)).length).toBe(1);
+  });
+
+  it('releases only within its project', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, rsv('a'), inAMinute());
+    expect(await closeReservations(prisma.sql, { projectId: `p-${randomUUID()}`, id: rsv('a') }, 'released')).toEqual([]);
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toMatchObject({ status: 'open' });
+  });
+
+  it('lapses the reservations expired before a time, of every project, and only those', async () => {
+    const [p1, p2] = [`p-${randomUUID()}`, `p-${randomUUID()}`];
+    const t = Date.now();
+    await reserve(p1, rsv('old'), new Date(t - 2000));
+    await reserve(p2, rsv('old2'), new Date(t - 1000));
+    await reserve(p1, rsv('new'), new Date(t + 60_000));
+    const lapsed = await closeReservations(prisma.sql, { expiredBefore: new Date(t) }, 'lapsed');
+    expect(lapsed.filter((r) => r.project_id === p1 || r.project_id === p2).sort((a, b) => a.project_id.localeCompare(b.project_id))).toEqual(
+      [
+        { id: rsv('old'), project_id: p1 },
+        { id: rsv('old2'), project_id: p2 },
+      ].sort((a, b) => a.project_id.localeCompare(b.project_id)),
+    );
+    expect(await readReservation(prisma.sql, p1, rsv('old'))).toMatchObject({ status: 'lapsed' });
+    expect(await readReservation(prisma.sql, p1, rsv('new'))).toMatchObject({ status: 'open' });
+    expect((await released(p2)).map((e) => e.data)).toEqual([{ reason: 'lapsed', costMicros: 4500, inputTokens: 1000, outputTokens: 200 }]);
+    expect(await holds(p1)).toEqual([
+      { scope_key: 'resource:r1', reservation_id: rsv('new') },
+      { scope_key: 'user:u1', reservation_id: rsv('new') },
+    ]);
+  });
+
+  it('reads an open reservation past its expiry as lapsed before the sweeper ran; an unknown one as null', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, rsv('a'), new Date(Date.now() - 1));
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({ id: rsv('a'), status: 'lapsed', closedAt: null });
+    expect(await readReservation(prisma.sql, project, rsv('none'))).toBeNull();
+  });
+
+  it('reads the scope ids each named reservation was made for', async () => {
+    const project = `p-${randomUUID()}`;
+    await reserve(project, rsv('a'), inAMinute());
+    await reserve(project, rsv('b'), inAMinute(), ['thread:th1']);
+    const contexts = await readReservationContexts(prisma.sql, project, [rsv('a'), rsv('b'), rsv('none')]);
+    expect(contexts).toEqual(
+      new Map([
+        [rsv('a'), ['resource:r1', 'user:u1', 'run:t1']],
+        [rsv('b'), ['thread:th1', 'run:t1']],
+      ]),
+    );
+    expect(await readReservationContexts(prisma.sql, project, [])).toEqual(new Map());
+  });
+});
