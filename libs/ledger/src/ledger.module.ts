@@ -7,6 +7,7 @@ import { GuardController } from './check-guard/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
 import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
+import { StepsController } from './read-steps/steps.controller';
 import { ProjectSettingsReader } from './check-guard/project-settings.reader';
 import { PricesController } from './prices/prices.controller';
 import { PricesService } from './prices/prices.service';
@@ -25,6 +26,6 @@ export class LedgerModule {}
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController],
+  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController, StepsController],
 })
 export class LedgerHttpModule {}
