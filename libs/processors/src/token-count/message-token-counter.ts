@@ -1,5 +1,6 @@
-import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+import type { TiktokenBPE } from 'js-tiktoken/lite';
 import type { MessagePartShape, MessageShape, SystemMessageShape } from '../mastra-shapes';
+import { BpeCodec } from './bpe';
 import { TokenCountCache } from './count-cache';
 
 /**
@@ -49,12 +50,12 @@ function loadDefaultEncoding(): TiktokenBPE {
   return defaultEncoding;
 }
 
-const encoders = new WeakMap<TiktokenBPE, Tiktoken>();
-/** Building a Tiktoken parses the whole rank file (~100 ms for o200k), so one per rank set. */
-function encoderFor(ranks: TiktokenBPE): Tiktoken {
+const encoders = new WeakMap<TiktokenBPE, BpeCodec>();
+/** Building a codec indexes the whole rank file (200,000 tokens for o200k), so one per rank set. */
+function encoderFor(ranks: TiktokenBPE): BpeCodec {
   let encoder = encoders.get(ranks);
   if (!encoder) {
-    encoder = new Tiktoken(ranks);
+    encoder = new BpeCodec(ranks);
     encoders.set(ranks, encoder);
   }
   return encoder;
@@ -71,7 +72,7 @@ function encoderFor(ranks: TiktokenBPE): Tiktoken {
  * multi-step run encodes each message once, not once per step.
  */
 export class MessageTokenCounter {
-  private readonly encoder: Tiktoken;
+  private readonly encoder: BpeCodec;
   private readonly cache: TokenCountCache | undefined;
   private readonly imageTokens: number;
   private readonly fileTokens: number;
@@ -91,12 +92,12 @@ export class MessageTokenCounter {
   countText(text: string): number {
     if (text.length === 0) return 0;
     this.encodedStrings++;
-    return this.encoder.encode(text, [], []).length;
+    return this.encoder.count(text);
   }
 
   /** BPE tokens of `text`, for truncation. */
   encode(text: string): number[] {
-    return this.encoder.encode(text, [], []);
+    return this.encoder.encode(text);
   }
 
   /** Text of `tokens`. */
