@@ -1,10 +1,11 @@
 import { systemClock, type Clock } from './clock';
 import { TollgateError } from './errors';
-import { EventBuffer, type DroppedEvents, type EventStats, type RejectedEvent } from './events/event-buffer';
+import { EventBuffer, type DroppedEvents, type EventStats, type FlushResult, type RejectedEvent } from './events/event-buffer';
 import { prepareEvent, type RecordStepEvent } from './events/prepare-event';
 import { GuardApi, type GuardOptions } from './guard';
 import { HttpTransport, type FetchLike } from './http';
 import { MetricsApi } from './metrics';
+import { pooledFetch } from './pooled-fetch';
 
 /** Settings of {@link TollgateClient}; only `baseUrl` and `apiKey` are required. */
 export interface TollgateClientOptions {
@@ -20,7 +21,11 @@ export interface TollgateClientOptions {
   minRetryDelayMs?: number;
   /** Largest backoff step. Default 5000 ms. */
   maxRetryDelayMs?: number;
-  /** `fetch` to use; the runtime's by default. */
+  /**
+   * How requests are sent. Default: Node's `http`/`https` over a keep-alive connection pool (see
+   * `pooledFetch`), so that calls after the first skip the connection set-up. Pass
+   * `globalThis.fetch` (or a proxy-aware fetch, a test double) to use that instead.
+   */
   fetch?: FetchLike;
   /** Events per request (at most 1000). Default 500. */
   maxBatchSize?: number;
@@ -61,8 +66,12 @@ export interface EventsApi {
    * @throws {@link TollgateError} `validation_failed` with the `field` to fix.
    */
   record(event: RecordStepEvent): string;
-  /** Resolves once every event recorded before the call is stored, rejected or dropped. */
-  flush(): Promise<void>;
+  /**
+   * Resolves once every event recorded before the call is stored, rejected or dropped, with what
+   * became of the events recorded since the previous `flush()`: how many were delivered, rejected
+   * and dropped, and the error that dropped them (a wrong or revoked key: `unauthorized`).
+   */
+  flush(): Promise<FlushResult>;
   /** Counters since the client was made. */
   readonly stats: EventStats;
 }
@@ -93,6 +102,7 @@ export class TollgateClient {
   /** Metric queries and discovery. */
   readonly metrics: MetricsApi;
   private readonly buffer: EventBuffer;
+  private readonly errorListeners = new Set<(error: TollgateError) => void>();
 
   constructor(options: TollgateClientOptions) {
     if (!options || typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
@@ -101,8 +111,10 @@ export class TollgateClient {
     if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
       throw new TollgateError('TollgateClient needs apiKey, a project API key', { code: 'validation_failed', field: 'apiKey' });
     }
-    const fetchImpl = options.fetch ?? (globalThis.fetch as unknown as FetchLike | undefined);
-    if (!fetchImpl) throw new TollgateError('No fetch in this runtime (Node 20+ has one); pass options.fetch', { code: 'validation_failed', field: 'fetch' });
+    if (options.fetch !== undefined && typeof options.fetch !== 'function') {
+      throw new TollgateError('TollgateClient option fetch must be a function such as globalThis.fetch', { code: 'validation_failed', field: 'fetch' });
+    }
+    const fetchImpl = options.fetch ?? pooledFetch();
     const clock = options.clock ?? systemClock;
     const random = options.random ?? Math.random;
     const generateId = options.generateId ?? (() => globalThis.crypto.randomUUID());
@@ -130,6 +142,7 @@ export class TollgateClient {
       onDrop: options.onDrop,
       onRejected: options.onRejected,
       onRetry: options.onRetry,
+      onAuthError: (error, dropped) => this.reportError(error, dropped),
     });
     const buffer = this.buffer;
     this.events = {
@@ -162,15 +175,47 @@ export class TollgateClient {
   }
 
   /** Same as `events.flush()`. */
-  flush(): Promise<void> {
+  flush(): Promise<FlushResult> {
     return this.buffer.flush();
   }
 
   /**
    * Stops taking events, delivers what is buffered for up to `timeoutMs` (default 10 s), drops
    * the rest through `onDrop` (reason `shutdown`) and stops every timer, so the process can exit.
+   * Resolves with what became of the events recorded since the last `flush()` (see {@link FlushResult}).
    */
-  shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
+  shutdown(options: { timeoutMs?: number } = {}): Promise<FlushResult> {
     return this.buffer.shutdown(options.timeoutMs ?? 10_000);
+  }
+
+  /**
+   * `error`: the service refused the client's events for good because of its key (the first 401
+   * or 403: a wrong, revoked or under-scoped key). Without a listener, the client says so once
+   * with `console.warn`; events are never dropped silently. Returns the client.
+   */
+  on(event: 'error', listener: (error: TollgateError) => void): this {
+    if (event !== 'error') throw new TollgateError(`TollgateClient has no event ${String(event)}; the one event is error`, { code: 'validation_failed', field: 'event' });
+    this.errorListeners.add(listener);
+    return this;
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off(event: 'error', listener: (error: TollgateError) => void): this {
+    if (event === 'error') this.errorListeners.delete(listener);
+    return this;
+  }
+
+  private reportError(error: TollgateError, dropped: number): void {
+    if (this.errorListeners.size === 0) {
+      console.warn(`[tollgate] ${error.message}. ${dropped} event(s) dropped, and every later batch will be too until the key is fixed. Listen with client.on('error', …) to handle this yourself.`);
+      return;
+    }
+    for (const listener of this.errorListeners) {
+      try {
+        listener(error);
+      } catch {
+        /* a listener's failure must not stop the others */
+      }
+    }
   }
 }

@@ -1,6 +1,6 @@
 export { TollgateClient, type TollgateClientOptions, type EventsApi } from './client';
 export { TollgateError, type TollgateErrorCode } from './errors';
-export type { DropReason, DroppedEvents, RejectedEvent, EventStats } from './events/event-buffer';
+export type { DropReason, DroppedEvents, RejectedEvent, EventStats, FlushResult } from './events/event-buffer';
 export type { RecordStepEvent } from './events/prepare-event';
 export { GuardApi, type GuardOptions, type GuardCheckOptions, type GuardReleaseResponse } from './guard';
 export { MetricsApi, DiscoveryApi } from './metrics';
@@ -19,6 +19,7 @@ export type {
   MetricPercentilesResponse,
 } from './metrics';
 export type { FetchLike } from './http';
+export { pooledFetch, type PooledFetch, type PooledFetchOptions } from './pooled-fetch';
 export type { Clock } from './clock';
 // The service's own schemas and types (compiled from libs/contracts into this package).
 export { stepUsageEventSchema, usageSchema } from '../../contracts/src/step-event';

@@ -165,6 +165,42 @@ export class DiscoveryApi {
   tags(args: { entityType?: string } = {}): Promise<{ tags: string[] }> {
     return this.get('tags', args);
   }
+
+  // The same calls under the names of Mastra's observability client and store, so that code
+  // written against Mastra's API runs unchanged.
+
+  /** Mastra's name for {@link metricNames}. */
+  getMetricNames(args: { prefix?: string; limit?: number } = {}): Promise<{ names: string[] }> {
+    return this.metricNames(args);
+  }
+  /** Mastra's name for {@link metricLabelKeys}. */
+  getMetricLabelKeys(args: { metricName: string }): Promise<{ keys: string[] }> {
+    return this.metricLabelKeys(args);
+  }
+  /** Mastra's name for {@link metricLabelValues}. */
+  getMetricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+    return this.metricLabelValues(args);
+  }
+  /** Mastra's name for {@link entityTypes} (Mastra's store passes `{}`, its client nothing). */
+  getEntityTypes(_args?: object): Promise<{ entityTypes: string[] }> {
+    return this.entityTypes();
+  }
+  /** Mastra's name for {@link entityNames}. */
+  getEntityNames(args: { entityType?: string } = {}): Promise<{ names: string[] }> {
+    return this.entityNames(args);
+  }
+  /** Mastra's name for {@link serviceNames}. */
+  getServiceNames(_args?: object): Promise<{ serviceNames: string[] }> {
+    return this.serviceNames();
+  }
+  /** Mastra's name for {@link environments}. */
+  getEnvironments(_args?: object): Promise<{ environments: string[] }> {
+    return this.environments();
+  }
+  /** Mastra's name for {@link tags}. */
+  getTags(args: { entityType?: string } = {}): Promise<{ tags: string[] }> {
+    return this.tags(args);
+  }
 }
 
 /** `client.metrics`: usage queries over time windows, in the shapes of Mastra's observability API. */
@@ -195,5 +231,49 @@ export class MetricsApi {
   /** `POST /api/observability/metrics/percentiles`. */
   async percentiles(request: MetricPercentilesRequest): Promise<MetricPercentilesResponse> {
     return reviveSeries(await this.post<MetricPercentilesResponse>('percentiles', request));
+  }
+
+  // Mastra's names (its observability client and store), beside the short ones above.
+
+  /** Mastra's name for {@link aggregate}. */
+  getMetricAggregate(request: MetricAggregateRequest): Promise<MetricAggregateResponse> {
+    return this.aggregate(request);
+  }
+  /** Mastra's name for {@link breakdown}. */
+  getMetricBreakdown(request: MetricBreakdownRequest): Promise<MetricBreakdownResponse> {
+    return this.breakdown(request);
+  }
+  /** Mastra's name for {@link timeSeries}. */
+  getMetricTimeSeries(request: MetricTimeSeriesRequest): Promise<MetricTimeSeriesResponse> {
+    return this.timeSeries(request);
+  }
+  /** Mastra's name for {@link percentiles}. */
+  getMetricPercentiles(request: MetricPercentilesRequest): Promise<MetricPercentilesResponse> {
+    return this.percentiles(request);
+  }
+  /** Mastra's discovery names, on `metrics` as on Mastra's client (also on `metrics.discovery`). */
+  getMetricNames(args: { prefix?: string; limit?: number } = {}): Promise<{ names: string[] }> {
+    return this.discovery.metricNames(args);
+  }
+  getMetricLabelKeys(args: { metricName: string }): Promise<{ keys: string[] }> {
+    return this.discovery.metricLabelKeys(args);
+  }
+  getMetricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+    return this.discovery.metricLabelValues(args);
+  }
+  getEntityTypes(_args?: object): Promise<{ entityTypes: string[] }> {
+    return this.discovery.entityTypes();
+  }
+  getEntityNames(args: { entityType?: string } = {}): Promise<{ names: string[] }> {
+    return this.discovery.entityNames(args);
+  }
+  getServiceNames(_args?: object): Promise<{ serviceNames: string[] }> {
+    return this.discovery.serviceNames();
+  }
+  getEnvironments(_args?: object): Promise<{ environments: string[] }> {
+    return this.discovery.environments();
+  }
+  getTags(args: { entityType?: string } = {}): Promise<{ tags: string[] }> {
+    return this.discovery.tags(args);
   }
 }

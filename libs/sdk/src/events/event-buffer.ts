@@ -51,6 +51,62 @@ export interface EventBufferOptions {
   onRejected?: (rejection: RejectedEvent) => void;
   /** Called when a batch could not be delivered yet and will be tried again. */
   onRetry?: (error: TollgateError, attempt: number) => void;
+  /** Called once, for the first batch the service refused with 401 or 403 (a wrong, revoked or under-scoped key). */
+  onAuthError?: (error: TollgateError, dropped: number) => void;
+}
+
+/**
+ * What `flush()` resolves with: the outcome of the events recorded since the previous `flush()`
+ * call (or since the client was made), each counted once.
+ */
+export interface FlushResult {
+  /** Stored by the service: `accepted + duplicates`. */
+  delivered: number;
+  /** Stored now. */
+  accepted: number;
+  /** Already stored (a retried batch); not counted twice. */
+  duplicates: number;
+  /** Refused one by one as invalid (see `onRejected`); never retried. */
+  rejected: number;
+  /** Not stored: the buffer was full, `shutdown()` reached its deadline, or the service refused the batch (a bad key). */
+  dropped: number;
+  /** Dropped events by reason. */
+  droppedBy: Partial<Record<DropReason, number>>;
+  /** Only from `shutdown()`: sent, and still unanswered when its deadline came (their outcome is unknown). */
+  pending: number;
+  /** True when every event was delivered. */
+  ok: boolean;
+  /** The first error that made events undeliverable (for example `unauthorized`, 401). */
+  error?: TollgateError;
+}
+
+interface Tally {
+  /** Sequence numbers `from`…`to` belong to this tally. */
+  from: number;
+  to: number;
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+  dropped: number;
+  droppedBy: Partial<Record<DropReason, number>>;
+  error?: TollgateError;
+}
+
+const newTally = (from: number): Tally => ({ from, to: Infinity, accepted: 0, duplicates: 0, rejected: 0, dropped: 0, droppedBy: {} });
+
+function resultOf(t: Tally, pending = 0): FlushResult {
+  const delivered = t.accepted + t.duplicates;
+  return {
+    pending,
+    delivered,
+    accepted: t.accepted,
+    duplicates: t.duplicates,
+    rejected: t.rejected,
+    dropped: t.dropped,
+    droppedBy: t.droppedBy,
+    ok: t.rejected === 0 && t.dropped === 0 && pending === 0,
+    ...(t.error ? { error: t.error } : {}),
+  };
 }
 
 /** Counters of `client.events`, since the client was made. */
@@ -99,7 +155,10 @@ export class EventBuffer {
   private flushDue = false;
   private retryTimer: TimerHandle | undefined;
   private retryTimerAt = Infinity;
-  private readonly waiters: { target: number; resolve: () => void }[] = [];
+  private readonly waiters: { target: number; tally: Tally; resolve: (result: FlushResult) => void }[] = [];
+  /** Outcomes of events recorded since the last `flush()` call; closed tallies are the waiters'. */
+  private current: Tally = newTally(0);
+  private authErrorReported = false;
   private closed = false;
   private giveUp = false;
   private readonly counters = { accepted: 0, duplicates: 0, rejected: 0, dropped: 0, retries: 0, requests: 0 };
@@ -119,8 +178,9 @@ export class EventBuffer {
 
   /** Takes one prepared event; never blocks and never throws. */
   add(prepared: PreparedEvent): void {
-    if (this.closed) return this.drop('closed', [{ ...prepared, seq: -1 }]);
-    if (this.held >= this.options.maxBufferSize) return this.drop('buffer_full', [{ ...prepared, seq: -1 }]);
+    // Every event gets a sequence number, taken or not, so that flush() accounts for it.
+    if (this.closed) return this.drop('closed', [{ ...prepared, seq: this.seq++ }]);
+    if (this.held >= this.options.maxBufferSize) return this.drop('buffer_full', [{ ...prepared, seq: this.seq++ }]);
     const entry = prepared as Entry;
     entry.seq = this.seq++;
     this.queue.push(entry);
@@ -131,25 +191,35 @@ export class EventBuffer {
     else if (this.flushTimer === undefined) this.armFlushTimer();
   }
 
-  /** Resolves once every event added before the call is stored, rejected or dropped. */
-  flush(): Promise<void> {
+  /**
+   * Resolves once every event added before the call is stored, rejected or dropped, with the
+   * outcome of the events added since the previous call.
+   */
+  flush(): Promise<FlushResult> {
+    return this.flushing().done;
+  }
+
+  private flushing(): { tally: Tally; done: Promise<FlushResult> } {
     const target = this.seq - 1;
-    if (this.outstandingMin() > target) return Promise.resolve();
+    const tally = this.current;
+    tally.to = target;
+    this.current = newTally(target + 1);
+    if (this.outstandingMin() > target) return { tally, done: Promise.resolve(resultOf(tally)) };
     this.flushTarget = Math.max(this.flushTarget, target);
     // Someone now awaits delivery: re-arm the timers so that they keep the process alive.
     if (this.waiters.length === 0) this.clearTimers();
-    const done = new Promise<void>((resolve) => this.waiters.push({ target, resolve }));
+    const done = new Promise<FlushResult>((resolve) => this.waiters.push({ target, tally, resolve }));
     this.pump();
-    return done;
+    return { tally, done };
   }
 
   /**
    * Stops taking events, sends what is held for up to `timeoutMs`, then drops what is left
    * (reason `shutdown`) and clears every timer so the process can exit.
    */
-  async shutdown(timeoutMs: number): Promise<void> {
+  async shutdown(timeoutMs: number): Promise<FlushResult> {
     this.closed = true;
-    const flushed = this.flush();
+    const { tally, done: flushed } = this.flushing();
     let deadline: TimerHandle | undefined;
     const expired = new Promise<'expired'>((resolve) => {
       deadline = this.clock.setTimeout(() => resolve('expired'), timeoutMs, true);
@@ -168,6 +238,11 @@ export class EventBuffer {
       this.settleWaiters();
     }
     this.clearTimers();
+    if (outcome === 'flushed') return flushed;
+    // Past the deadline: what is still in flight is not waited for.
+    let pending = 0;
+    for (const b of this.inFlight) for (const e of b.entries) if (e.seq >= tally.from && e.seq <= tally.to) pending++;
+    return resultOf(tally, pending);
   }
 
   private clearTimers(): void {
@@ -284,10 +359,16 @@ export class EventBuffer {
       const entry = batch.entries[r.index];
       if (!entry || seen.has(r.index)) continue;
       seen.add(r.index);
-      if (r.status === 'accepted') this.counters.accepted++;
-      else if (r.status === 'duplicate') this.counters.duplicates++;
-      else {
+      const tally = this.tallyOf(entry.seq);
+      if (r.status === 'accepted') {
+        this.counters.accepted++;
+        if (tally) tally.accepted++;
+      } else if (r.status === 'duplicate') {
+        this.counters.duplicates++;
+        if (tally) tally.duplicates++;
+      } else {
         this.counters.rejected++;
+        if (tally) tally.rejected++;
         const field = r.field.replace(/^events\[\d+\]\.?/, '') || '(event)';
         this.safely(() => this.options.onRejected?.({ event: parse(entry), eventId: r.eventId, field, reason: r.reason }));
       }
@@ -319,10 +400,28 @@ export class EventBuffer {
     }
     this.held -= batch.entries.length;
     this.drop('unrecoverable', batch.entries, error);
+    if ((error.status === 401 || error.status === 403) && !this.authErrorReported) {
+      this.authErrorReported = true;
+      this.safely(() => this.options.onAuthError?.(error, batch.entries.length));
+    }
+  }
+
+  /** The tally an event's outcome counts in: the open one, or the flush that covers it. */
+  private tallyOf(seq: number): Tally | undefined {
+    if (seq >= this.current.from) return this.current;
+    for (const w of this.waiters) if (seq >= w.tally.from && seq <= w.tally.to) return w.tally;
+    return undefined;
   }
 
   private drop(reason: DropReason, entries: Entry[], error?: TollgateError): void {
     this.counters.dropped += entries.length;
+    for (const e of entries) {
+      const tally = this.tallyOf(e.seq);
+      if (!tally) continue;
+      tally.dropped++;
+      tally.droppedBy[reason] = (tally.droppedBy[reason] ?? 0) + 1;
+      if (error && !tally.error) tally.error = error;
+    }
     if (this.options.onDrop) this.safely(() => this.options.onDrop!({ reason, events: entries.map(parse), ...(error ? { error } : {}) }));
   }
 
@@ -337,7 +436,10 @@ export class EventBuffer {
     if (!this.waiters.length) return;
     const min = this.outstandingMin();
     for (let i = this.waiters.length - 1; i >= 0; i--) {
-      if (this.waiters[i].target < min) this.waiters.splice(i, 1)[0].resolve();
+      if (this.waiters[i].target < min) {
+        const w = this.waiters.splice(i, 1)[0];
+        w.resolve(resultOf(w.tally));
+      }
     }
     if (!this.waiters.length) this.flushTarget = -1;
   }
