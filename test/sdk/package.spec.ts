@@ -58,7 +58,7 @@ describe('@tollgate/sdk as a package', () => {
     expect(existsSync(join(scratch, 'node_modules/zod'))).toBe(true);
     for (const absent of ['@nestjs/core', '@prisma/client', '@mastra/core']) expect(existsSync(join(scratch, 'node_modules', absent))).toBe(false);
     // Declarations ship for both builds, and the contracts are compiled in, not referenced.
-    for (const f of ['dist/cjs/sdk/src/index.d.ts', 'dist/esm/sdk/src/index.d.ts', 'dist/cjs/contracts/src/step-event.js', 'dist/esm/sdk/src/mastra/index.js']) {
+    for (const f of ['dist/cjs/sdk/src/index.d.ts', 'dist/esm/sdk/src/index.d.ts', 'dist/cjs/contracts/src/step-event.js', 'dist/esm/sdk/src/mastra/index.js', 'dist/esm/sdk/src/ai-sdk/index.js', 'dist/cjs/sdk/src/ai-sdk/index.d.ts']) {
       expect(existsSync(join(scratch, 'node_modules/@tollgate/sdk', f))).toBe(true);
     }
   });
@@ -71,6 +71,14 @@ describe('@tollgate/sdk as a package', () => {
     expect(JSON.parse(await runAsync(['use.cjs'], scratch, env))).toEqual({ field: 'usage.inputTokens', accepted: 3 });
     expect(JSON.parse(await runAsync(['use.mjs'], scratch, env))).toEqual({ accepted: 2, decision: 'deny' });
     expect(await countEvents(project.id)).toBe(5);
+  });
+
+  it('loads @tollgate/sdk/ai-sdk with require and import, without the ai package installed', () => {
+    expect(existsSync(join(scratch, 'node_modules/ai'))).toBe(false);
+    writeFileSync(join(scratch, 'ai-sdk.cjs'), `const m = require('@tollgate/sdk/ai-sdk'); console.log(typeof m.tollgateMiddleware, new m.TollgateGuardDeniedError({ decision: 'deny', violations: [], reason: 'x' }).code);`);
+    writeFileSync(join(scratch, 'ai-sdk.mjs'), `import { tollgateMiddleware } from '@tollgate/sdk/ai-sdk'; import { TollgateClient } from '@tollgate/sdk'; const mw = tollgateMiddleware({ client: new TollgateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k' }) }); console.log(mw.specificationVersion, mw.middlewareVersion);`);
+    expect(run('node', ['ai-sdk.cjs'], scratch).trim()).toBe('function guard_denied');
+    expect(run('node', ['ai-sdk.mjs'], scratch).trim()).toBe('v3 v2');
   });
 
   it('says what is missing when @tollgate/sdk/mastra is used without @mastra/core', () => {
