@@ -1,5 +1,6 @@
 import { getEncoding, type TiktokenBPE } from 'js-tiktoken';
 import { BpeCodec } from './bpe';
+import { minTextTokens } from './message-token-counter';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const o200kRanks = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -43,5 +44,16 @@ describe('BpeCodec', () => {
     const reference = getEncoding('o200k_base');
     const codec = new BpeCodec(o200kRanks, 8);
     for (const text of SAMPLES) expect(codec.count(text)).toBe(reference.encode(text, [], []).length);
+  });
+
+  it('minTextTokens never exceeds the exact count (the bound the limiter rules messages out by)', () => {
+    const o200k = new BpeCodec(o200kRanks);
+    const cl100k = new BpeCodec(cl100kRanks);
+    const tricky = ['!\n/path/to', '?\r\n//x', 'a\n \nb', '\n/', 'x \u3000 y\u00a0z', ...SAMPLES];
+    for (const text of tricky) {
+      expect(minTextTokens(text)).toBeLessThanOrEqual(o200k.count(text));
+      expect(minTextTokens(text)).toBeLessThanOrEqual(cl100k.count(text));
+    }
+    expect(minTextTokens(' one two  three\tfour\n')).toBe(4);
   });
 });

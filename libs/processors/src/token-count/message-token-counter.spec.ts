@@ -104,6 +104,28 @@ describe('MessageTokenCounter', () => {
   });
 });
 
+describe('MessageTokenCounter on provider prompts and bounds', () => {
+  it('counts a stored tool invocation and the prompt messages it becomes alike', () => {
+    const counter = new MessageTokenCounter();
+    const args = { city: 'Paris' };
+    const result = { temperature: 21.5, sky: 'clear' };
+    const stored = counter.countMessage(toolMessage('c1', 'getWeather', args, result));
+    const call = counter.countPromptMessage({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: args }] });
+    const done = counter.countPromptMessage({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'getWeather', output: { type: 'json', value: result } }] });
+    expect(call + done).toBe(stored);
+    const body = 'Bonjour à tous, '.repeat(40);
+    expect(counter.countPromptMessage({ role: 'user', content: [{ type: 'text', text: body }] })).toBe(counter.countMessage(text('user', body)));
+    expect(counter.countPromptMessage({ role: 'system', content: 'Be brief.' })).toBe(counter.countSystemMessage({ role: 'system', content: 'Be brief.' }));
+  });
+
+  it('bounds each message from below without encoding it', () => {
+    const counter = new MessageTokenCounter();
+    const messages = [text('user', 'The quick brown fox, naïvely — 42 times! 🦊'), toolMessage('c2', 'search', { q: 'a b c' }, { hits: ['x y', 'z'] }), text('assistant', '')];
+    for (const m of messages) expect(counter.minTokens(m)).toBeLessThanOrEqual(counter.countMessage(m));
+    expect(counter.minTokens(text('user', 'one two three'))).toBe(TOKENS_PER_MESSAGE + exact('user') + 3);
+  });
+});
+
 describe('TokenCountCache', () => {
   it('evicts the least recently used entry when full', () => {
     const cache = new TokenCountCache(2);

@@ -26,6 +26,25 @@ export const DEFAULT_IMAGE_TOKENS = 765;
 /** Estimate for one non-image file (a PDF page or a short document). */
 export const DEFAULT_FILE_TOKENS = 1_500;
 
+/** A part of a provider prompt message (AI SDK `LanguageModelV2/V3Prompt`): the fields counted. */
+export interface PromptPartShape {
+  type: string;
+  text?: string;
+  toolCallId?: string;
+  toolName?: string;
+  /** A tool call's arguments: JSON text or a value. */
+  input?: unknown;
+  /** A tool result: `{ type: 'text' | 'json' | 'error-text' | 'error-json' | 'content' | 'execution-denied', value?, reason? }`. */
+  output?: unknown;
+  mediaType?: string;
+}
+
+/** A provider prompt message, as `processLLMRequest` receives it. */
+export interface PromptMessageShape {
+  role: string;
+  content: string | ReadonlyArray<PromptPartShape>;
+}
+
 /** Options for {@link MessageTokenCounter}. */
 export interface MessageTokenCounterOptions {
   /** BPE rank set from `js-tiktoken/ranks/*`. Defaults to `o200k_base`. */
@@ -78,6 +97,8 @@ export class MessageTokenCounter {
   private readonly fileTokens: number;
   private readonly roleTokens = new Map<string, number>();
   private readonly serialized = new WeakMap<object, string>();
+  private readonly textMemo = new Map<string, number>();
+  private textMemoChars = 0;
   /** Strings passed to the BPE encoder since construction; lets tests prove counting is not quadratic. */
   encodedStrings = 0;
 
@@ -114,6 +135,137 @@ export class MessageTokenCounter {
     const tokens = this.countUncached(message);
     this.cache.set(message.id, version, tokens);
     return tokens;
+  }
+
+  /**
+   * Tokens one provider prompt message costs, counted as {@link countMessage} counts the stored
+   * message it came from: a stored tool invocation becomes an assistant `tool-call` part plus a
+   * `tool` message with its `tool-result`, and the two add up to the invocation's count (a tool
+   * message has no framing of its own beyond {@link TOKENS_PER_TOOL_RESULT} per result). Long
+   * texts are memoized by value, as prompt messages are rebuilt at every step.
+   */
+  countPromptMessage(message: PromptMessageShape): number {
+    return this.promptCost(message, (t) => this.countTextMemo(t), (v) => this.countPayload(v));
+  }
+
+  /** A lower bound of {@link countPromptMessage}, without encoding (see {@link minTokens}). */
+  minPromptTokens(message: PromptMessageShape): number {
+    return this.promptCost(message, minTextTokens, (v) => this.minPayloadTokens(v));
+  }
+
+  private promptCost(message: PromptMessageShape, text: (t: string) => number, payload: (v: unknown) => number): number {
+    const content = message.content;
+    const framed = message.role !== 'tool';
+    let tokens = framed ? TOKENS_PER_MESSAGE + this.countRole(message.role) : 0;
+    if (typeof content === 'string') return tokens + text(content);
+    if (!Array.isArray(content)) return tokens;
+    for (const part of content as ReadonlyArray<PromptPartShape>) {
+      switch (part.type) {
+        case 'text':
+        case 'reasoning':
+          tokens += text(part.text ?? '');
+          break;
+        case 'tool-call':
+          tokens += TOKENS_PER_TOOL_CALL + text(part.toolName ?? '') + payload(part.input);
+          break;
+        case 'tool-result':
+          tokens += TOKENS_PER_TOOL_RESULT + this.outputCost(part.output, text, payload);
+          break;
+        case 'file':
+        case 'image':
+          tokens += (part.mediaType ?? '').startsWith('image/') || part.type === 'image' ? this.imageTokens : this.fileTokens;
+          break;
+        default:
+          break;
+      }
+    }
+    return tokens;
+  }
+
+  /** A prompt tool result: as the stored result it was converted from would count. */
+  private outputCost(output: unknown, text: (t: string) => number, payload: (v: unknown) => number): number {
+    if (!output || typeof output !== 'object') return payload(output);
+    const o = output as { type?: string; value?: unknown; reason?: string };
+    switch (o.type) {
+      case 'text':
+      case 'error-text':
+        return typeof o.value === 'string' ? text(o.value) : payload(o.value);
+      case 'json':
+      case 'error-json':
+        return payload(o.value);
+      case 'execution-denied':
+        return text(o.reason ?? '');
+      case 'content': {
+        if (!Array.isArray(o.value)) return 0;
+        let tokens = 0;
+        for (const entry of o.value as Array<{ type?: string; text?: string; mediaType?: string }>) {
+          if (entry?.type === 'text' && typeof entry.text === 'string') tokens += text(entry.text);
+          else if (typeof entry?.mediaType === 'string') tokens += entry.mediaType.startsWith('image/') ? this.imageTokens : this.fileTokens;
+          else tokens += payload(entry);
+        }
+        return tokens;
+      }
+      default:
+        return payload(o.value ?? output);
+    }
+  }
+
+  private countTextMemo(text: string): number {
+    if (text.length < 256) return this.countText(text);
+    let tokens = this.textMemo.get(text);
+    if (tokens === undefined) {
+      tokens = this.countText(text);
+      if (this.textMemoChars + text.length > 16_000_000) {
+        this.textMemo.clear();
+        this.textMemoChars = 0;
+      }
+      this.textMemo.set(text, tokens);
+      this.textMemoChars += text.length;
+    }
+    return tokens;
+  }
+
+  /**
+   * A lower bound of {@link countMessage}, without encoding: framing and fixed estimates as
+   * counted, and for text one token per word (see {@link minTextTokens}). Lets the limiter rule
+   * out a message that cannot fit without counting it exactly.
+   */
+  minTokens(message: MessageShape): number {
+    let tokens = TOKENS_PER_MESSAGE + this.countRole(message.role);
+    const parts = message.content?.parts;
+    if (parts && parts.length > 0) {
+      for (const part of parts) {
+        switch (part.type) {
+          case 'text':
+            tokens += minTextTokens(part.text ?? '');
+            break;
+          case 'reasoning':
+            tokens += minTextTokens(part.reasoning ?? '');
+            for (const detail of part.details ?? []) if (typeof detail.text === 'string') tokens += minTextTokens(detail.text);
+            break;
+          case 'tool-invocation': {
+            const invocation = part.toolInvocation;
+            if (!invocation) break;
+            tokens += TOKENS_PER_TOOL_CALL + minTextTokens(invocation.toolName ?? '') + this.minPayloadTokens(invocation.args);
+            if (invocation.state === 'result') tokens += TOKENS_PER_TOOL_RESULT + this.minPayloadTokens(invocation.result);
+            break;
+          }
+          default:
+            tokens += this.countPart(part);
+        }
+      }
+    } else if (typeof message.content?.content === 'string') {
+      tokens += minTextTokens(message.content.content);
+    }
+    for (const attachment of message.content?.experimental_attachments ?? []) {
+      tokens += attachment.contentType?.startsWith('image/') ? this.imageTokens : this.fileTokens;
+    }
+    return tokens;
+  }
+
+  /** The least any stored message costs: its framing and a one-token role. */
+  get minMessageTokens(): number {
+    return TOKENS_PER_MESSAGE + 1;
   }
 
   /** Tokens one system message costs (`getAllSystemMessages()` shape: string or text-part content). */
@@ -215,6 +367,14 @@ export class MessageTokenCounter {
     return tokens;
   }
 
+  private minPayloadTokens(value: unknown): number {
+    if (value === undefined || value === null) return 0;
+    if (typeof value === 'string') return minTextTokens(value);
+    // Media are counted at a fixed estimate, whatever their JSON: 0 is the safe bound.
+    if (this.mediaEstimate(value) !== undefined) return 0;
+    return minTextTokens(this.serialize(value));
+  }
+
   private serialize(value: unknown): string {
     if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? '';
     let text = this.serialized.get(value);
@@ -269,4 +429,37 @@ function sample(text: string): string {
   if (n <= 24) return `:${n}:${text}`;
   const mid = n >> 1;
   return `:${n}:${text.slice(0, 8)}${text.slice(mid - 4, mid + 4)}${text.slice(n - 8)}`;
+}
+
+/**
+ * A lower bound of the BPE tokens of `text`: its words (runs of non-whitespace characters), where
+ * a run that starts with `/` right after a line break is not counted as a new word.
+ *
+ * Why it holds: the tiktoken pre-tokenizers (o200k_base, cl100k_base, p50k, r50k) cut text into
+ * pieces that each give at least one token, and a piece never holds whitespace between two
+ * non-whitespace characters, except o200k's punctuation piece, which may run on over line breaks
+ * into slashes (`[\r\n/]*`). So each counted word starts its own piece. Whitespace is JavaScript's
+ * `\s`, as in the pattern.
+ */
+export function minTextTokens(text: string): number {
+  let words = 0;
+  let inWord = false;
+  let previous = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (isWhitespace(c)) {
+      inWord = false;
+    } else {
+      if (!inWord && !(c === 0x2f && (previous === 0x0a || previous === 0x0d))) words++;
+      inWord = true;
+    }
+    previous = c;
+  }
+  return words;
+}
+
+/** JavaScript's `\s`: WhiteSpace and LineTerminator code points. */
+function isWhitespace(c: number): boolean {
+  if (c < 0x80) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }

@@ -27,6 +27,26 @@ describe('selectMessages', () => {
     expect(kept(selectMessages(run, 60, 'best-fit'))).toEqual([1, 2]);
   });
 
+  it('keeps protected messages in contiguous mode too, past the first message that does not fit', () => {
+    // Newest first: 3 fits (10), 2 does not (50): the suffix ends there, but 0 is this run's tool traffic.
+    const run = [msg(20, ['t1'], true), msg(5), msg(50), msg(10)];
+    expect(kept(selectMessages(run, 40, 'contiguous'))).toEqual([0, 3]);
+    expect(kept(selectMessages(run, 40, 'best-fit'))).toEqual([0, 1, 3]);
+  });
+
+  it('counts only what it needs: newest first, ruling out by lower bound, stopping once nothing can fit', () => {
+    const counted: number[] = [];
+    const lazy = (i: number, tokens: number, minTokens = tokens): Candidate => ({ tokens: () => (counted.push(i), tokens), minTokens, toolCallIds: [], protected: false });
+    // Budget 50: 4 (20) and 3 (25) fit and leave 5; the bounds of 2 (30) and 0 (6) rule them out; 1's bound fits but not its count.
+    const history = [lazy(0, 9, 6), lazy(1, 7, 4), lazy(2, 40, 30), lazy(3, 25), lazy(4, 20)];
+    expect(kept(selectMessages(history, 50, 'best-fit', { floor: 4 }))).toEqual([3, 4]);
+    expect(counted).toEqual([4, 3, 1]);
+    // Budget 48 leaves 3 after them, less than any message costs: nothing older is looked at.
+    counted.length = 0;
+    expect(kept(selectMessages(history, 48, 'best-fit', { floor: 4 }))).toEqual([3, 4]);
+    expect(counted).toEqual([4, 3]);
+  });
+
   it('reports when protected messages alone exceed the budget', () => {
     expect(selectMessages([msg(10), msg(70, ['t1'], true)], 60, 'best-fit')).toEqual({ ok: false, reason: 'protected-exceeds', protectedTokens: 70 });
   });

@@ -7,8 +7,14 @@ export type TrimMode = 'best-fit' | 'contiguous';
 
 /** One non-system message, oldest first, as the selection sees it. */
 export interface Candidate {
-  /** Tokens the message costs. */
-  tokens: number;
+  /**
+   * Tokens the message costs, or a function that counts them. A function is called at most once,
+   * and only for messages whose cost the selection needs: those it keeps, and those it cannot
+   * rule out by `minTokens`.
+   */
+  tokens: number | (() => number);
+  /** A cheap lower bound of `tokens`, enough to rule a message out without counting it. Default 0. */
+  minTokens?: number;
   /** Tool call ids the message carries (calls or results). Messages sharing one are kept or dropped together. */
   toolCallIds: readonly string[];
   /** Must be kept: this run's tool traffic. Dropping it makes the model repeat the same calls forever. */
@@ -24,7 +30,6 @@ export type Selection =
 interface Group {
   members: number[];
   newest: number;
-  tokens: number;
   protected: boolean;
 }
 
@@ -33,7 +38,7 @@ interface Group {
  * message, but histories converted from other formats split them, and providers reject a call
  * without its result (and a result without its call).
  */
-export function groupByToolCall(candidates: readonly Candidate[]): Group[] {
+export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallIds' | 'protected'>[]): Group[] {
   const parent = candidates.map((_, i) => i);
   const find = (i: number): number => {
     while (parent[i] !== i) {
@@ -55,44 +60,77 @@ export function groupByToolCall(candidates: readonly Candidate[]): Group[] {
     const root = find(i);
     let group = groups.get(root);
     if (!group) {
-      group = { members: [], newest: i, tokens: 0, protected: false };
+      group = { members: [], newest: i, protected: false };
       groups.set(root, group);
     }
     group.members.push(i);
     group.newest = Math.max(group.newest, i);
-    group.tokens += candidate.tokens;
     group.protected ||= candidate.protected;
   });
   return [...groups.values()].sort((a, b) => b.newest - a.newest);
+}
+
+/** Options of {@link selectMessages}. */
+export interface SelectOptions {
+  /** The least any message can cost. Once less than this is left, no older message is looked at. Default 1. */
+  floor?: number;
 }
 
 /**
  * Keeps protected messages, then the newest groups that fit in `budget`.
  *
  * `best-fit` skips a group that does not fit and keeps looking at older ones; `contiguous` stops at
- * the first group that does not fit, so what is kept is an unbroken suffix of the conversation.
+ * the first group that does not fit, so what is kept is an unbroken suffix of the conversation
+ * (protected messages are kept in both modes). Counting is lazy: newest first, a group is
+ * counted only when its lower bound fits, and the walk ends once less than `floor` is left, so a
+ * long history that does not fit costs about what is kept.
  */
-export function selectMessages(candidates: readonly Candidate[], budget: number, mode: TrimMode): Selection {
+export function selectMessages(candidates: readonly Candidate[], budget: number, mode: TrimMode, options: SelectOptions = {}): Selection {
+  const floor = Math.max(options.floor ?? 1, Number.MIN_VALUE);
+  const counted = new Map<number, number>();
+  const exact = (i: number): number => {
+    const tokens = candidates[i]!.tokens;
+    if (typeof tokens === 'number') return tokens;
+    let n = counted.get(i);
+    if (n === undefined) {
+      n = tokens();
+      counted.set(i, n);
+    }
+    return n;
+  };
+  const lower = (i: number): number => {
+    const { tokens, minTokens } = candidates[i]!;
+    return typeof tokens === 'number' ? tokens : (counted.get(i) ?? minTokens ?? 0);
+  };
+  const sum = (group: Group, f: (i: number) => number) => group.members.reduce((total, i) => total + f(i), 0);
+
   const groups = groupByToolCall(candidates);
   const keep = candidates.map(() => false);
   let protectedTokens = 0;
-  for (const group of groups) if (group.protected) protectedTokens += group.tokens;
+  for (const group of groups) if (group.protected) protectedTokens += sum(group, exact);
   if (protectedTokens > budget) return { ok: false, reason: 'protected-exceeds', protectedTokens };
 
   let used = protectedTokens;
   let kept = 0;
+  let open = true;
   for (const group of groups) {
     if (group.protected) {
       for (const i of group.members) keep[i] = true;
       kept++;
       continue;
     }
-    if (used + group.tokens <= budget) {
+    if (!open) continue;
+    if (budget - used < floor) {
+      open = false;
+      continue;
+    }
+    const fits = used + sum(group, lower) <= budget && used + sum(group, exact) <= budget;
+    if (fits) {
       for (const i of group.members) keep[i] = true;
-      used += group.tokens;
+      used += sum(group, exact);
       kept++;
     } else if (mode === 'contiguous') {
-      break;
+      open = false;
     }
   }
   if (kept === 0) return { ok: false, reason: 'none-fit', protectedTokens: 0 };

@@ -27,7 +27,10 @@ describe('TokenLimiterProcessor input', () => {
     expect(new TokenLimiterProcessor(500).id).toBe('token-limiter');
     expect(new TokenLimiterProcessor(500).getMaxTokens()).toBe(500);
     expect(new TokenLimiterProcessor({ limit: 700 }).getMaxTokens()).toBe(700);
-    expect(() => new TokenLimiterProcessor(0)).toThrow('TokenLimiterProcessor limit must be a positive number');
+    // As Mastra's: 0 is a limit (all output withheld); only what is not a number ≥ 0 is refused.
+    expect(new TokenLimiterProcessor(0).getMaxTokens()).toBe(0);
+    expect(() => new TokenLimiterProcessor(-1)).toThrow('TokenLimiterProcessor limit must be a number ≥ 0');
+    expect(() => new TokenLimiterProcessor(Number.NaN)).toThrow('TokenLimiterProcessor limit must be a number ≥ 0');
   });
 
   // Budget for conversation = limit − system − conversation overhead. Messages: 10, 50, 10, 30 tokens.
@@ -111,6 +114,22 @@ describe('TokenLimiterProcessor input', () => {
     expect(ids(list.get.all.db())).toEqual([response!.id]);
   });
 
+  it("protects the run's tool traffic by its steps' tool call ids once it has left the response set", async () => {
+    const list = new MessageList();
+    list.addSystem(SYSTEM);
+    list.add([sized(20), sized(20)] as never, 'memory');
+    const question = sized(10);
+    list.add(question as never, 'input');
+    const tool = toolMessage('t9', 'search', { q: 'x' }, 'r'.repeat(120));
+    list.add(tool as never, 'response');
+    (list as unknown as { drainUnsavedMessages(): unknown }).drainUnsavedMessages(); // as the save queue does mid-run
+    const toolTokens = new TokenLimiterProcessor(1).counter.countMessage(list.get.all.db().at(-1) as MessageShape);
+    const limiter = new TokenLimiterProcessor(limitFor(toolTokens + 20));
+    const steps = [{ content: [{ type: 'tool-call', toolCallId: 't9' }, { type: 'tool-result', toolCallId: 't9' }] }];
+    await limiter.processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 1, steps, state: {} });
+    expect(ids(list.get.all.db())).toEqual([question.id, tool.id]);
+  });
+
   it('aborts with a TripWire when there are no messages', async () => {
     const error = await caught(() => new TokenLimiterProcessor(100).processInput({ messages: [], systemMessages: [{ role: 'system', content: SYSTEM }], abort }));
     expect(error.message).toBe('TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.');
@@ -188,11 +207,24 @@ describe('TokenLimiterProcessor output', () => {
     return { out, written };
   }
 
-  it('passes text while under the limit, cuts the part that crosses it, then withholds text', async () => {
+  it('passes text while under the limit, then withholds the part that crosses it and all text after', async () => {
     // ' one two three' etc: one token per word.
     const { out, written } = await run(new TokenLimiterProcessor(5), [delta(' one two'), delta(' three four'), delta(' five six'), delta(' seven')]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', null, null]);
+    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: 6 }, transient: true }]);
+  });
+
+  it('with splitChunks, cuts the part that crosses the limit to what fits', async () => {
+    const limiter = new TokenLimiterProcessor({ limit: 5, splitChunks: true });
+    const { out, written } = await run(limiter, [delta(' one two'), delta(' three four'), delta(' five six'), delta(' seven')]);
     expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', ' five', null]);
     expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: 6 }, transient: true }]);
+  });
+
+  it('with a limit of 0 withholds every counted part', async () => {
+    const { out, written } = await run(new TokenLimiterProcessor(0), [delta(' one'), { type: 'step-start', payload: {} }, delta(' two')]);
+    expect(out).toEqual([null, { type: 'step-start', payload: {} }, null]);
+    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 0, tokens: 1 }, transient: true }]);
   });
 
   it('never counts or holds lifecycle, reasoning and tool parts', async () => {
@@ -228,7 +260,7 @@ describe('TokenLimiterProcessor output', () => {
 
   it('counts only the current part in part mode', async () => {
     const { out, written } = await run(new TokenLimiterProcessor({ limit: 2, countMode: 'part' }), [delta(' one two'), delta(' three four'), delta(' five six seven'), delta(' eight')]);
-    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', ' five six', ' eight']);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', null, ' eight']);
     expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 2, tokens: 3 }, transient: true }]);
   });
 

@@ -11,10 +11,10 @@ import type {
   TracingShape,
 } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
-import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
+import { MessageTokenCounter, TOKENS_PER_CONVERSATION, type PromptMessageShape } from '../token-count/message-token-counter';
 import { modelIds, readContextIds } from '../tollgate/context-ids';
 import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
-import { selectMessages, type TrimMode } from './select-messages';
+import { selectMessages, type Candidate, type TrimMode } from './select-messages';
 import { truncateByTokens } from './truncate-by-tokens';
 
 /** Ask Tollgate for the token budget left in the step's scopes, and trim to it when it is below `limit`. */
@@ -35,12 +35,18 @@ export interface TokenLimiterGuardOptions {
 
 /** Options of {@link TokenLimiterProcessor}. */
 export interface TokenLimiterOptions {
-  /** Maximum tokens: of the request (input processor) or of the response (output processor). */
+  /** Maximum tokens: of the request (input processor) or of the response (output processor). `0` withholds all output. */
   limit: number;
   /** BPE rank set from `js-tiktoken/ranks/*`. Default `o200k_base` (GPT-4o, GPT-5 family). */
   encoding?: TiktokenBPE;
   /** At the output limit: `'truncate'` (default) stops emitting text, `'abort'` calls `abort()`. */
   strategy?: 'truncate' | 'abort';
+  /**
+   * Streaming with `truncate`: cut the `text-delta` that crosses the limit to the tokens that still
+   * fit (on a grapheme boundary) and emit that prefix. Default `false`: the crossing chunk is
+   * withheld whole, as Mastra's processor does.
+   */
+  splitChunks?: boolean;
   /** Output counting: `'cumulative'` (default) from the start of the stream, `'part'` per part only. */
   countMode?: 'cumulative' | 'part';
   /** Input trimming: `'best-fit'` (default) keeps as many messages as fit, `'contiguous'` keeps an unbroken suffix. */
@@ -88,7 +94,33 @@ export interface TokenLimiterInputArgs<M extends MessageShape> extends TracingSh
 /** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
 export interface TokenLimiterStepArgs<M extends MessageShape> extends TokenLimiterInputArgs<M> {
   stepNumber?: number;
+  /** This run's finished steps; their tool calls are protected from trimming. */
+  steps?: ReadonlyArray<RunStepShape>;
+  /** Per-run state Mastra keeps for this processor across its hooks. */
+  state?: Record<string, unknown>;
+  /** Set when Mastra will also call `processLLMRequest` for this processor at this step. */
+  llmRequestStage?: boolean;
   /** The step's model; names the estimate sent to the guard. */
+  model?: ModelShape;
+  agent?: { id?: string; name?: string };
+}
+
+/** A finished step of the run, as Mastra passes it in `steps`: only its tool calls are read. */
+export interface RunStepShape {
+  content?: ReadonlyArray<{ type?: string; toolCallId?: string }>;
+  toolCalls?: ReadonlyArray<{ toolCallId?: string; payload?: { toolCallId?: string } }>;
+}
+
+/** Arguments of `processLLMRequest` (a subset of Mastra's `ProcessLLMRequestArgs`). */
+export interface TokenLimiterRequestArgs<P extends PromptMessageShape = PromptMessageShape, M extends MessageShape = MessageShape> extends TracingShape {
+  /** The provider prompt about to be sent, after every earlier processor rewrote it. */
+  prompt: P[];
+  abort: AbortFn<TokenLimiterTripwireMetadata>;
+  messageList?: MessageListShape<M>;
+  stepNumber?: number;
+  steps?: ReadonlyArray<RunStepShape>;
+  state?: Record<string, unknown>;
+  requestContext?: RequestContextShape;
   model?: ModelShape;
   agent?: { id?: string; name?: string };
 }
@@ -139,6 +171,7 @@ export class TokenLimiterProcessor {
   private readonly strategy: 'truncate' | 'abort';
   private readonly countMode: 'cumulative' | 'part';
   private readonly trimMode: TrimMode;
+  private readonly splitChunks: boolean;
   private readonly guard?: TokenLimiterGuardOptions;
   /** The counter, exposed so tests and benchmarks can observe how much encoding a run costs. */
   readonly counter: MessageTokenCounter;
@@ -146,8 +179,9 @@ export class TokenLimiterProcessor {
   /** @param options - A token limit, or {@link TokenLimiterOptions}. */
   constructor(options: number | TokenLimiterOptions) {
     const o: TokenLimiterOptions = typeof options === 'number' ? { limit: options } : options;
-    if (!Number.isFinite(o.limit) || o.limit <= 0) throw new RangeError('TokenLimiterProcessor limit must be a positive number');
+    if (typeof o.limit !== 'number' || Number.isNaN(o.limit) || o.limit < 0) throw new RangeError('TokenLimiterProcessor limit must be a number ≥ 0');
     this.maxTokens = o.limit;
+    this.splitChunks = o.splitChunks ?? false;
     this.strategy = o.strategy ?? 'truncate';
     this.countMode = o.countMode ?? 'cumulative';
     this.trimMode = o.trimMode ?? 'best-fit';
@@ -169,39 +203,79 @@ export class TokenLimiterProcessor {
    * Before the agentic loop: returns the messages that fit, system messages first in place.
    * Aborts with a TripWire when there are no messages, when system messages alone exceed the
    * limit, or when no message fits.
+   *
+   * Inside an agent (a `messageList` is given) the request is trimmed at step 0 instead, by
+   * `processInputStep` or `processLLMRequest`, which see what the model is sent: trimming stored
+   * messages here would count what a later processor (`ToolCallFilter`) removes from the prompt.
    */
   async processInput<M extends MessageShape>(args: TokenLimiterInputArgs<M>): Promise<M[]> {
-    const systemMessages = args.messageList?.getAllSystemMessages() ?? args.systemMessages ?? [];
-    const { kept } = this.trim(args.messages, systemMessages, this.protectedIds(args.messages, args.messageList), args.abort, this.maxTokens);
+    if (args.messageList) return args.messages;
+    const systemMessages = args.systemMessages ?? [];
+    const { kept } = this.trim(args.messages, systemMessages, new Set(), args.abort, this.maxTokens);
     return kept;
   }
 
   /**
    * Before every LLM call of a run: removes the messages that do not fit from the message list,
    * in place. With `guard`, the limit is the smaller of `limit` and Tollgate's remaining budget.
+   *
+   * When Mastra runs `processLLMRequest` for this processor (`llmRequestStage`), trimming happens
+   * there, on the prompt the model receives, and stored messages are left alone.
    */
   async processInputStep<M extends MessageShape>(args: TokenLimiterStepArgs<M>): Promise<M[] | undefined> {
-    let limit = this.maxTokens;
-    let guardRemainingTokens: number | undefined;
-    if (this.guard) {
-      guardRemainingTokens = await this.remainingFromGuard(this.guard, args);
-      if (guardRemainingTokens !== undefined && guardRemainingTokens < limit) limit = Math.max(0, guardRemainingTokens);
-      else guardRemainingTokens = undefined;
-    }
     const list = args.messageList;
     const messages = list ? list.get.all.db() : args.messages;
+    const runToolCalls = this.runToolCallIds(args.state, args.steps, messages, list);
+    if (args.llmRequestStage) return undefined;
+    const { limit, guardRemainingTokens } = await this.stepLimit(args);
     const systemMessages = list?.getAllSystemMessages() ?? args.systemMessages ?? [];
-    const { kept, dropped } = this.trim(messages, systemMessages, this.protectedIds(messages, list), args.abort, limit, guardRemainingTokens);
+    const protectedIds = new Set<string>();
+    for (const message of messages) if (toolCallIdsOf(message).some((id) => runToolCalls.has(id))) protectedIds.add(message.id);
+    const { kept, dropped } = this.trim(messages, systemMessages, protectedIds, args.abort, limit, guardRemainingTokens);
     if (!list) return kept;
     if (dropped.length > 0) list.removeByIds(dropped.map((m) => m.id));
     return undefined;
   }
 
   /**
+   * Directly before the model call (Mastra ≥ 1.6x): trims the provider prompt, after every
+   * earlier processor rewrote it, so the limit applies to what the model is sent (a result that
+   * `ToolCallFilter` removed costs nothing). System messages and this run's tool calls and
+   * results are kept; a call and its results are kept or dropped together. Only this request
+   * changes: stored messages and memory keep everything.
+   */
+  async processLLMRequest<P extends PromptMessageShape>(args: TokenLimiterRequestArgs<P>): Promise<{ prompt: P[] } | undefined> {
+    const { prompt } = args;
+    const runToolCalls = this.runToolCallIds(args.state, args.steps, [], args.messageList);
+    const { limit, guardRemainingTokens } = await this.stepLimit(args);
+    const extra = guardRemainingTokens === undefined ? {} : { guardRemainingTokens };
+    let systemTokens = 0;
+    const conversation: P[] = [];
+    for (const message of prompt) {
+      if (message.role === 'system') systemTokens += this.counter.countPromptMessage(message);
+      else conversation.push(message);
+    }
+    const candidates: Candidate[] = conversation.map((message) => {
+      const ids = promptToolCallIdsOf(message);
+      return {
+        tokens: () => this.counter.countPromptMessage(message),
+        minTokens: this.counter.minPromptTokens(message),
+        toolCallIds: ids,
+        protected: ids.some((id) => runToolCalls.has(id)),
+      };
+    });
+    const keep = this.select(candidates, systemTokens, args.abort, limit, extra);
+    if (keep.every(Boolean)) return undefined;
+    let i = 0;
+    return { prompt: prompt.filter((message) => message.role === 'system' || keep[i++]) };
+  }
+
+  /**
    * Counts `text-delta` and `object` parts against the limit; every other part (lifecycle,
    * reasoning, tool calls and results) passes uncounted, so tools always run. With `truncate`,
-   * text past the limit is withheld (the part that crosses it is cut to fit) and the first time,
-   * a transient `data-token-limit-reached` part is written. With `abort`, `abort()` is called.
+   * the part that crosses the limit and everything counted after it are withheld (with
+   * `splitChunks`, the crossing `text-delta` is cut to what fits instead), and the first time a
+   * transient `data-token-limit-reached` part is written. With `abort`, `abort()` is called.
    */
   async processOutputStream<P extends StreamPartShape>(args: TokenLimiterStreamArgs<P>): Promise<P | null> {
     const { part, state } = args;
@@ -235,7 +309,7 @@ export class TokenLimiterProcessor {
       // The notice is informational: a writer that fails must not break the stream it annotates.
       await args.writer?.custom(notice).catch(() => undefined);
     }
-    if (text === undefined) return null;
+    if (text === undefined || !this.splitChunks) return null;
     const fit = truncateByTokens(this.counter, text, this.maxTokens - previous);
     if (cumulative) state.tokens = previous + fit.tokens;
     if (fit.text.length === 0) return null;
@@ -290,6 +364,34 @@ export class TokenLimiterProcessor {
       if (message.role === 'system') systemTokens += this.counter.countMessage(message);
       else conversation.push(message);
     }
+    const keep = this.select(
+      conversation.map((message) => ({
+        tokens: () => this.counter.countMessage(message),
+        minTokens: this.counter.minTokens(message),
+        toolCallIds: toolCallIdsOf(message),
+        protected: protectedIds.has(message.id),
+      })),
+      systemTokens,
+      abort,
+      limit,
+      extra,
+    );
+    const keepIds = new Set<M>();
+    conversation.forEach((message, i) => keep[i] && keepIds.add(message));
+    const kept: M[] = [];
+    const dropped: M[] = [];
+    for (const message of messages) (message.role === 'system' || keepIds.has(message) ? kept : dropped).push(message);
+    return { kept, dropped };
+  }
+
+  /** Which conversation messages to keep, or a TripWire with the documented metadata. */
+  private select(
+    conversation: Candidate[],
+    systemTokens: number,
+    abort: AbortFn<TokenLimiterTripwireMetadata>,
+    limit: number,
+    extra: { guardRemainingTokens?: number },
+  ): boolean[] {
     if (conversation.length === 0) {
       return abort('TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.', {
         retry: false,
@@ -303,15 +405,7 @@ export class TokenLimiterProcessor {
       );
     }
     const remainingBudget = limit - systemTokens - TOKENS_PER_CONVERSATION;
-    const selection = selectMessages(
-      conversation.map((message) => ({
-        tokens: this.counter.countMessage(message),
-        toolCallIds: toolCallIdsOf(message),
-        protected: protectedIds.has(message.id),
-      })),
-      remainingBudget,
-      this.trimMode,
-    );
+    const selection = selectMessages(conversation, remainingBudget, this.trimMode, { floor: this.counter.minMessageTokens });
     if (!selection.ok) {
       const metadata = { systemTokens, limit, remainingBudget, messageCount: conversation.length, ...extra };
       if (selection.reason === 'protected-exceeds') {
@@ -325,24 +419,44 @@ export class TokenLimiterProcessor {
         metadata,
       });
     }
-    const keepIds = new Set<M>();
-    conversation.forEach((message, i) => selection.keep[i] && keepIds.add(message));
-    const kept: M[] = [];
-    const dropped: M[] = [];
-    for (const message of messages) (message.role === 'system' || keepIds.has(message) ? kept : dropped).push(message);
-    return { kept, dropped };
+    return selection.keep;
+  }
+
+  /** The step's limit: `limit`, or Tollgate's remaining token budget when a guard reports less. */
+  private async stepLimit(args: TokenLimiterStepArgs<MessageShape> | TokenLimiterRequestArgs<PromptMessageShape>): Promise<{ limit: number; guardRemainingTokens?: number }> {
+    if (!this.guard) return { limit: this.maxTokens };
+    const remaining = await this.remainingFromGuard(this.guard, args as TokenLimiterStepArgs<MessageShape>);
+    if (remaining === undefined || remaining >= this.maxTokens) return { limit: this.maxTokens };
+    return { limit: Math.max(0, remaining), guardRemainingTokens: remaining };
   }
 
   /**
-   * This run's tool traffic: response messages carrying tool invocations. The model acts on these
-   * results; if they were trimmed it would call the same tools again, step after step.
+   * This run's tool calls: the ids in its finished `steps`, in tool invocations of its response
+   * messages, and those seen at earlier steps (kept in the run's `state`). The model acts on these
+   * results; if they were trimmed it would call the same tools again, step after step. Protection
+   * follows the run, not where its messages sit: once Mastra's save queue drains the response
+   * messages they leave the response set, but they are still this run's.
    */
-  private protectedIds(messages: MessageShape[], list: MessageListShape<MessageShape> | undefined): Set<string> {
+  private runToolCallIds(
+    state: Record<string, unknown> | undefined,
+    steps: ReadonlyArray<RunStepShape> | undefined,
+    messages: MessageShape[],
+    list: MessageListShape<MessageShape> | undefined,
+  ): Set<string> {
+    const ids = state?.[RUN_TOOL_CALLS] instanceof Set ? (state[RUN_TOOL_CALLS] as Set<string>) : new Set<string>();
+    if (state) state[RUN_TOOL_CALLS] = ids;
+    for (const step of steps ?? []) {
+      for (const part of step.content ?? []) if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.add(part.toolCallId);
+      for (const call of step.toolCalls ?? []) {
+        const id = call.toolCallId ?? call.payload?.toolCallId;
+        if (id) ids.add(id);
+      }
+    }
     const output = list?.makeMessageSourceChecker?.().output;
-    const ids = new Set<string>();
-    if (!output || output.size === 0) return ids;
-    for (const message of messages) {
-      if (output.has(message.id) && message.content?.parts?.some((p) => p.type === 'tool-invocation')) ids.add(message.id);
+    if (output && output.size > 0) {
+      for (const message of messages.length > 0 ? messages : (list?.get.all.db() ?? [])) {
+        if (output.has(message.id)) for (const id of toolCallIdsOf(message)) ids.add(id);
+      }
     }
     return ids;
   }
@@ -387,6 +501,16 @@ export class TokenLimiterProcessor {
     }
     return remaining;
   }
+}
+
+/** Key of the run's tool call ids in Mastra's per-run processor state. */
+const RUN_TOOL_CALLS = 'tollgate.tokenLimiter.runToolCallIds';
+
+function promptToolCallIdsOf(message: PromptMessageShape): string[] {
+  if (typeof message.content === 'string') return [];
+  const ids: string[] = [];
+  for (const part of message.content) if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.push(part.toolCallId);
+  return ids;
 }
 
 function toolCallIdsOf(message: MessageShape): string[] {
