@@ -15,7 +15,8 @@ import { TEST_ADMIN_TOKEN } from '../support/env';
 jest.setTimeout(120_000);
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '..', 'artifacts');
+// Screenshots of every page, kept after the run (test/artifacts/ is gitignored); the path is printed at the end.
+const ARTIFACTS = join(__dirname, '..', 'artifacts', 'dashboard');
 const LOCALE = 'en-US';
 const TIME_ZONE = 'America/New_York';
 const HOUR = 3_600_000;
@@ -26,16 +27,16 @@ const MODELS = [
   { provider: 'openai', model: 'gpt-4o' },
   { provider: 'openai', model: 'gpt-4o-mini' },
   { provider: 'anthropic', model: 'claude-3-5-sonnet-20241022' },
+  // Two models of one family that differ only at the end of their names.
+  { provider: 'anthropic', model: 'claude-3-5-sonnet-20240620' },
 ];
 const RESOURCES = ['acme', 'globex', 'initech', 'umbrella'];
 const AGENTS = ['support-agent', 'billing-agent', 'research-agent'];
 
 // The same formats as the page's format.js, in the locale the browser is given.
 const intText = (v: number) => new Intl.NumberFormat(LOCALE, { maximumFractionDigits: 0 }).format(v);
-const moneyText = (v: number, unit: string) => {
-  const digits = Math.abs(v) >= 1 || v === 0 ? 2 : 4;
-  return new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
-};
+// One money format: two decimals, up to four for sub-cent digits.
+const moneyText = (v: number, unit: string) => new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(v);
 
 let service: RunningService;
 let project: TestProject;
@@ -52,7 +53,7 @@ function generatedEvents(now: number) {
   const events: Record<string, unknown>[] = [];
   for (let i = 0; i < 160; i++) {
     const ageMs = i < 12 ? (i + 1) * 4 * 60_000 : ((i * 7919) % (12 * 24 * 60)) * 60_000 + 30 * 60_000;
-    const m = MODELS[i % 3];
+    const m = i % 20 === 7 ? MODELS[3] : MODELS[i % 3];
     events.push(
       stepEvent({
         occurredAt: new Date(now - ageMs).toISOString(),
@@ -62,7 +63,10 @@ function generatedEvents(now: number) {
         threadId: `thread-${i % 9}`,
         entityName: AGENTS[i % 3 === 0 ? 0 : (i >> 1) % 3],
         ...m,
-        usage: { inputTokens: 400 + ((i * 37) % 2600), outputTokens: 50 + ((i * 13) % 700) },
+        usage: { inputTokens: 400 + ((i * 37) % 2600), outputTokens: 50 + ((i * 13) % 700), cacheReadTokens: i % 4 === 0 ? 200 : 0, reasoningTokens: i % 5 === 0 ? 40 : 0 },
+        durationMs: 200 + ((i * 131) % 1800),
+        environment: i % 2 ? 'prod' : 'staging',
+        tags: i % 3 ? ['beta'] : [],
       }),
     );
   }
@@ -73,6 +77,12 @@ async function metric(path: string, body: unknown) {
   const r = await call(service.url, 'POST', `/api/observability/metrics/${path}`, { token: readKey, body });
   expect(r.status).toBe(200);
   return r.body;
+}
+
+/** Top tables' default order: cost, highest first (no price last), ties by tokens, then name. */
+function byCost(groups: any[], label: (d: any) => string) {
+  const cost = (g: any) => (g.estimatedCost === null || g.estimatedCost === undefined ? -Infinity : g.estimatedCost);
+  return [...groups].sort((a, b) => cost(b) - cost(a) || (cost(a) === cost(b) ? b.value - a.value : 0) || label(a.dimensions).localeCompare(label(b.dimensions)));
 }
 
 /**
@@ -138,7 +148,8 @@ async function expectOverviewMatchesRoutes() {
     ['resources', ['resourceId'], (d: any) => d.resourceId],
     ['agents', ['entityName'], (d: any) => d.entityName],
   ] as const) {
-    const { groups } = await metric('breakdown', { name: TOKENS, groupBy, aggregation: 'sum', filters: { timestamp }, limit: 8 });
+    const all = (await metric('breakdown', { name: TOKENS, groupBy, aggregation: 'sum', filters: { timestamp }, limit: 1000 })).groups;
+    const groups = byCost(all, label).slice(0, 8);
     const rows = page.getByTestId(`${id}-row`);
     expect(await rows.count()).toBe(groups.length);
     for (let i = 0; i < groups.length; i++) {
@@ -204,6 +215,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  process.stdout.write(`dashboard screenshots: ${ARTIFACTS}\n`);
   await context?.close();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   await service?.close();
@@ -486,4 +498,248 @@ test('a model with no price is marked in the top models with its unpriced tokens
   await openScope('resource', resourceId);
   expect(await text('kpi-cost-value')).toBe(moneyText(3, 'USD'));
   expect(await page.getByTestId('kpi-cost-unpriced-tokens').innerText()).toBe('2,000,110 tokens');
+});
+
+const steps = async (qs: string) => {
+  const r = await call(service.url, 'GET', `/v1/steps?${qs}`, { token: readKey });
+  expect(r.status).toBe(200);
+  return r.body;
+};
+
+test('the steps page lists the step events newest first with the route’s figures, pages by cursor and filters', async () => {
+  await signIn(readKey);
+  await page.goto(`${service.url}/dashboard#/steps?w=7d`);
+  await ready();
+  const { start, end } = await shownRange();
+  const range = `from=${encodeURIComponent(start)}&to=${encodeURIComponent(end)}`;
+  const first = await steps(`${range}&limit=50`);
+  expect(first.steps).toHaveLength(50);
+  const rows = page.getByTestId('step');
+  expect(await rows.count()).toBe(50);
+  for (const i of [0, 1, 17, 49]) {
+    const s = first.steps[i];
+    const row = rows.nth(i);
+    expect(await row.getAttribute('data-event-id')).toBe(s.eventId);
+    expect(await row.getByTestId('step-model').innerText()).toContain(`${s.provider} / ${s.model}`);
+    expect(await row.getByTestId('step-cost').innerText()).toBe(s.unpriced ? '—' : moneyText(s.cost, s.costUnit));
+    expect(await row.getByTestId('step-latency').innerText()).toBe(s.durationMs === null ? '—' : `${intText(s.durationMs)} ms`);
+    expect((await row.getByTestId('step-input').innerText()).split('\n')[0]).toBe(intText(s.usage.inputTokens));
+    expect((await row.getByTestId('step-output').innerText()).split('\n')[0]).toBe(intText(s.usage.outputTokens));
+    expect(await row.getByTestId('step-cached').count()).toBe(s.usage.cacheReadTokens ? 1 : 0);
+    expect(await row.getByTestId('step-resource').innerText()).toBe(s.scopes.resourceId);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-steps.png'), fullPage: true });
+
+  // Older: the route's next page, then back to the newest.
+  await page.getByTestId('next-page').click();
+  await until("location.hash.includes('cursor=')");
+  await ready();
+  const second = await steps(`${range}&limit=50&cursor=${first.nextCursor}`);
+  expect(await page.getByTestId('step').count()).toBe(second.steps.length);
+  expect(await page.getByTestId('step').first().getAttribute('data-event-id')).toBe(second.steps[0].eventId);
+
+  // Every step of the window once over all pages: as many as the metric routes count.
+  let cursor = first.nextCursor;
+  let total = first.steps.length;
+  while (cursor) {
+    const next = await steps(`${range}&limit=50&cursor=${cursor}`);
+    total += next.steps.length;
+    cursor = next.nextCursor;
+  }
+  expect(total).toBe((await metric('aggregate', { name: STEPS, aggregation: 'count', filters: { timestamp: { start, end } } })).value);
+
+  // Filter by model and agent with the form.
+  await page.getByTestId('first-page').click();
+  await ready();
+  await page.fill('#step-filters input[name=model]', 'claude-3-5-sonnet-20240620');
+  await page.fill('#step-filters input[name=entityName]', 'support-agent');
+  await page.click('#step-filters button[type=submit]');
+  await until("location.hash.includes('model=claude')");
+  await ready();
+  const filtered = await steps(`${range}&limit=50&model=claude-3-5-sonnet-20240620&entityName=support-agent`);
+  expect(filtered.steps.length).toBeGreaterThan(0);
+  expect(await page.getByTestId('step').count()).toBe(filtered.steps.length);
+  for (const t of await page.getByTestId('step-model').allInnerTexts()) expect(t).toContain('anthropic / claude-3-5-sonnet-20240620');
+  for (const t of await page.getByTestId('step-agent').allInnerTexts()) expect(t).toBe('support-agent');
+
+  // Environment and tag, by URL; and a filter nothing matches.
+  await page.goto(`${service.url}/dashboard#/steps?w=7d&environment=prod&tag=beta&resourceId=acme`);
+  await ready();
+  const envTag = await steps(`${range}&limit=50&environment=prod&tag=beta&resourceId=acme`);
+  expect(await page.getByTestId('step').count()).toBe(envTag.steps.length);
+  await page.goto(`${service.url}/dashboard#/steps?w=7d&userId=nobody`);
+  await ready();
+  expect(await text('no-steps')).toBe('No step matches these filters in the last 7d.');
+});
+
+test('a run shows its steps in order with the cumulative cost against the run budget, the reservations, their settlement and the denial', async () => {
+  const traceId = `run-page-${randomUUID()}`;
+  const resourceId = `run-page-res-${randomUUID()}`;
+  const context = { traceId, resourceId, entityName: 'support-agent' };
+  const estimate = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 };
+  const limits = [{ scope: 'run', maxCost: 0.02 }];
+  const settled: any[] = [];
+  for (let i = 0; i < 2; i++) {
+    const check = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context, estimate, reserve: true, stepId: `step-${i}-${traceId}`, limits } });
+    expect(check.body.decision).toBe('allow');
+    const e = stepEvent({ ...context, reservationId: check.body.reservation.id, durationMs: 900 + i, usage: { inputTokens: i ? 2500 : 900, outputTokens: 150, cacheReadTokens: 100 } });
+    expect((await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [e] } })).body.accepted).toBe(1);
+    settled.push({ event: e, reservation: check.body.reservation });
+  }
+  // A third check whose estimate no longer fits the run's request limit: denied, and audited.
+  const denied = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context, estimate: { ...estimate, inputTokens: 4000 }, limits } });
+  expect(denied.body.decision).toBe('deny');
+  expect(denied.body.violations[0]).toMatchObject({ scope: 'run', scopeKey: `run:${traceId}`, source: 'request' });
+
+  const run = (await call(service.url, 'GET', `/v1/runs/${traceId}`, { token: readKey })).body;
+  expect(run.steps.map((s: any) => s.eventId)).toEqual(settled.map((s) => s.event.eventId));
+  expect(run.guard.map((g: any) => g.kind)).toEqual(['reservation', 'reservation', 'decision']);
+
+  await signIn(readKey);
+  // From the steps list, the run id links to the run page.
+  await page.goto(`${service.url}/dashboard#/steps?w=24h&traceId=${traceId}`);
+  await ready();
+  await page.getByTestId('step-run').first().click();
+  await until("location.hash.startsWith('#/run/')");
+  await ready();
+  expect(await text('run-id')).toBe(traceId);
+  expect(await text('run-steps-value')).toBe('2');
+  const total = run.steps[0].cost + run.steps[1].cost;
+  expect(await text('run-cost-value')).toBe(moneyText(total, 'USD'));
+  expect(await text('run-budget-value')).toBe(moneyText(0.02, 'USD'));
+  expect(await text('run-budget-percent')).toBe(`${new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 1 }).format(total / 0.02)} used`);
+
+  // The timeline: reservation, its step, reservation, its step, the denial.
+  const kinds = await page.locator('[data-testid=timeline] tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as any).dataset.testid + ':' + ((tr as any).dataset.kind ?? '')));
+  expect(kinds).toEqual(['run-guard:reservation', 'run-step:', 'run-guard:reservation', 'run-step:', 'run-guard:decision']);
+  const stepRows = page.getByTestId('run-step');
+  expect(await stepRows.nth(0).getByTestId('run-cumulative').innerText()).toBe(moneyText(run.steps[0].cost, 'USD'));
+  expect(await stepRows.nth(1).getByTestId('run-cumulative').innerText()).toBe(moneyText(total, 'USD'));
+  for (let i = 0; i < 2; i++) {
+    const r = stepRows.nth(i).getByTestId('step-reservation');
+    expect(await r.getAttribute('data-reservation-id')).toBe(settled[i].reservation.id);
+    expect(await r.getByTestId('step-reserved').innerText()).toBe(`${moneyText(settled[i].reservation.estimatedCost, 'USD')} · ${intText(settled[i].reservation.inputTokens)} in / 200 out`);
+    expect(await r.getByTestId('step-settlement').innerText()).toBe('settled by this step');
+  }
+  // The second step used 2,500 input tokens against the reservation's estimate.
+  expect(await stepRows.nth(1).getByTestId('step-exceeded').count()).toBe(run.steps[1].reservation.exceeded ? 1 : 0);
+  expect(run.steps[1].reservation.exceeded).toBe(true);
+  const denial = page.locator('[data-testid=run-guard][data-kind=decision]');
+  expect(await denial.locator(`[data-testid=finding][data-scope-key="run:${traceId}"]`).innerText()).toContain(`run ${traceId} · request limit: cost`);
+  expect(Number(await page.locator('#chart-run').getAttribute('data-points'))).toBe(2);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-run.png'), fullPage: true });
+
+  // On the resource's page, that denial names the run whose request limit caused it, with a link.
+  await openScope('resource', resourceId);
+  const finding = page.locator(`[data-testid=decision] [data-testid=finding][data-scope-key="run:${traceId}"]`);
+  expect(await finding.count()).toBe(1);
+  expect(await finding.getByTestId('finding-scope').innerText()).toBe(`run ${traceId}`);
+  expect(await finding.locator('a[data-testid=finding-scope]').getAttribute('href')).toContain(`#/scope/run/${encodeURIComponent(traceId)}`);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-denied-by-run.png'), fullPage: true });
+
+  // An unknown run and an unknown scope id say "no data", not zeros.
+  await page.goto(`${service.url}/dashboard#/run/no-such-run`);
+  await ready();
+  expect(await page.getByTestId('no-data').isVisible()).toBe(true);
+  await openScope('resource', 'no-such-customer');
+  expect(await page.getByTestId('no-data').innerText()).toContain('No data for this resource');
+  expect(await page.getByTestId('kpi-cost').count()).toBe(0);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-unknown.png'), fullPage: true });
+});
+
+test('latency: p50/p95 per model over the window, as the route and the metric percentiles give them', async () => {
+  await signIn(readKey);
+  await page.goto(`${service.url}/dashboard#/latency?w=7d`);
+  await ready();
+  const { start, end } = await shownRange();
+  const { models } = (await call(service.url, 'GET', `/v1/steps/latency?from=${encodeURIComponent(start)}&to=${encodeURIComponent(end)}&limit=50`, { token: readKey })).body;
+  expect(models.length).toBeGreaterThanOrEqual(4);
+  const rows = page.getByTestId('latency-row');
+  expect(await rows.count()).toBe(models.length);
+  for (let i = 0; i < models.length; i++) {
+    expect(await rows.nth(i).getAttribute('data-key')).toBe(`${models[i].provider} / ${models[i].model}`);
+    expect(await rows.nth(i).getByTestId('latency-p50').innerText()).toBe(`${intText(models[i].p50)} ms`);
+    expect(await rows.nth(i).getByTestId('latency-p95').innerText()).toBe(`${intText(models[i].p95)} ms`);
+    expect(await rows.nth(i).getByTestId('latency-steps').innerText()).toBe(intText(models[i].steps));
+  }
+  expect(await page.locator('[data-testid=latency-chart] .uplot').count()).toBe(4);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-latency.png'), fullPage: true });
+
+  // Over a range inside one UTC day, the metric route's 1d percentile is the same figure.
+  // (The last 50 minutes hold four gpt-4o steps; the range starts no earlier than this UTC day.)
+  const now = Date.now();
+  const ts = { start: new Date(Math.max(Math.floor(now / (24 * HOUR)) * 24 * HOUR, now - 50 * 60_000)).toISOString(), end: new Date(now).toISOString() };
+  const m = MODELS[0];
+  const answer = await call(service.url, 'GET', `/v1/steps/latency?from=${ts.start}&to=${ts.end}&model=${m.model}`, { token: readKey });
+  expect(answer.body.models).toHaveLength(1);
+  const route = answer.body.models[0];
+  const perc = await metric('percentiles', { name: 'mastra_model_duration_ms', percentiles: [0.5, 0.95], interval: '1d', filters: { timestamp: ts, model: m.model } });
+  expect(perc.series.map((s: any) => s.points.map((p: any) => p.value))).toEqual([[route.p50], [route.p95]]);
+});
+
+test('fixes: full model names, tables sorted by cost and sortable, one money format, 7d in 6 h buckets, "Sign out" on one line, onboarding code inside its box, unpriced steps marked', async () => {
+  await signIn(readKey);
+  await page.goto(`${service.url}/dashboard#/overview?w=7d`);
+  await ready();
+  const { start, end } = await shownRange();
+  // Both Claude models, named in full and not cut.
+  for (const model of ['claude-3-5-sonnet-20241022', 'claude-3-5-sonnet-20240620']) {
+    const cell = page.locator(`[data-testid=models-row][data-key="anthropic / ${model}"] td.name`);
+    expect(await cell.innerText()).toBe(`anthropic / ${model}`);
+    expect(await cell.evaluate((td) => td.scrollWidth <= td.clientWidth)).toBe(true);
+  }
+  // By cost by default; a click on Tokens sorts by tokens, a second click reverses.
+  expect(await page.getByTestId('resources').getAttribute('data-sort')).toBe('cost');
+  const costs = (await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.cost))));
+  expect(costs).toEqual([...costs].sort((a, b) => b - a));
+  await page.locator('[data-testid=resources] button[data-sort=tokens]').click();
+  const tokens = await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
+  expect(tokens).toEqual([...tokens].sort((a, b) => b - a));
+  await page.locator('[data-testid=resources] button[data-sort=tokens]').click();
+  const ascending = await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
+  expect(ascending).toEqual([...ascending].sort((a, b) => a - b));
+  // 7 days: 28 six-hour buckets, whose sum is the window's tokens.
+  const chart = page.locator('#chart-tokens');
+  expect(await chart.getAttribute('data-points')).toMatch(/^(28|29)$/);
+  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { timestamp: { start, end } } });
+  expect(JSON.parse((await chart.getAttribute('data-sums'))!)[0]).toBe(totals.value);
+  // One money format: $0.50 and $1.00, not $0.5000 beside $1.00.
+  expect(await page.evaluate("import('/dashboard/assets/format.js').then((f) => [f.money(0.5, 'USD'), f.money(1, 'USD'), f.money(0.0045, 'USD'), f.money(12.34567, 'USD')])")).toEqual(['$0.50', '$1.00', '$0.0045', '$12.3457']);
+
+  // 1400 px wide, with the custom range open: "Sign out" on the top bar's one line.
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.click('#windows button[data-window="custom"]');
+  const box = async (sel: string) => (await page.locator(sel).boundingBox())!;
+  const signOut = await box('#sign-out');
+  const brand = await box('.brand');
+  expect(Math.abs(signOut.y + signOut.height / 2 - (brand.y + brand.height / 2))).toBeLessThan(12);
+  expect(signOut.height).toBeLessThan(40);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-topbar-1400.png') });
+  await page.setViewportSize({ width: 1360, height: 900 });
+
+  // Unpriced steps are marked in the steps list.
+  const own = await createProject(service.url, ['ingest', 'read']);
+  await call(service.url, 'POST', '/v1/events', { token: own.key, body: { events: [stepEvent({ provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 700, outputTokens: 30 } }), stepEvent()] } });
+  await signIn(own.key);
+  await page.goto(`${service.url}/dashboard#/steps?w=1h`);
+  await ready();
+  const unpricedRow = page.locator('[data-testid=step]', { has: page.locator('[data-testid=step-unpriced]') });
+  expect(await unpricedRow.count()).toBe(1);
+  expect((await unpricedRow.getByTestId('step-unpriced').innerText()).replace(/\s+/g, ' ')).toBe('no price 730 tokens unpriced');
+  await page.goto(`${service.url}/dashboard#/steps?w=1h&unpriced=true`);
+  await ready();
+  expect(await page.getByTestId('step').count()).toBe(1);
+
+  // The onboarding snippets stay inside their box, on a phone and on a desktop.
+  await signIn(emptyReadKey);
+  for (const width of [420, 1360]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto(`${service.url}/dashboard#/overview`);
+    await ready();
+    const overflow = await page.locator('[data-testid=empty-project] pre').evaluateAll((pres) => pres.map((p) => p.scrollWidth - p.clientWidth));
+    expect(overflow).toEqual([0, 0]);
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, `dashboard-empty-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1360, height: 900 });
 });

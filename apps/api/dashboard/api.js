@@ -42,3 +42,19 @@ export const discovery = (what) => api('GET', `/api/observability/discovery/${wh
 export const TOKENS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];
 /** Every step produces exactly one total-input record, so its count is the number of steps. */
 export const STEPS = ['mastra_model_total_input_tokens'];
+
+/** Query string of the defined values. */
+const qs = (params) => {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+};
+
+/** The ledger's own step events (GET /v1/steps), a run's timeline and latency percentiles per model. */
+export const steps = {
+  list: (params) => api('GET', `/v1/steps${qs(params)}`),
+  latency: (params) => api('GET', `/v1/steps/latency${qs(params)}`),
+  run: (traceId) => api('GET', `/v1/runs/${encodeURIComponent(traceId)}`),
+};
+export const percentiles = (args) => api('POST', M + 'percentiles', args);

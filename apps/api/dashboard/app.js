@@ -1,8 +1,6 @@
 import { api, ApiError, onLag, session } from './api.js';
 import { duration, escapeHtml, int } from './format.js';
-import { renderOverview } from './overview.js';
-import { renderScope } from './scope.js';
-import { renderBudgets } from './budgets.js';
+import { PAGES } from './pages.js';
 import { rangeOf, WINDOWS } from './time.js';
 
 const LAG_NOTICE_MS = 5_000;
@@ -24,10 +22,11 @@ function parseHash() {
   return { page: parts[0] || 'overview', params: parts.slice(1), query: new URLSearchParams(qs) };
 }
 
-/** A link to a page that keeps the selected range. */
-export function href(path, query = parseHash().query) {
+/** A link to a page that keeps the selected range; `extra` adds query parameters (filters, a cursor). */
+export function href(path, query = parseHash().query, extra = {}) {
   const q = new URLSearchParams();
   for (const k of ['w', 'from', 'to']) if (query.get(k)) q.set(k, query.get(k));
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const qs = q.toString();
   return `#/${path}${qs ? `?${qs}` : ''}`;
 }
@@ -72,6 +71,19 @@ function renderRangePicker(range) {
   };
 }
 
+function renderNav() {
+  const nav = document.querySelector('.nav');
+  if (nav.childElementCount) return;
+  nav.replaceChildren(
+    ...PAGES.filter((p) => p.nav).map((p) => {
+      const a = document.createElement('a');
+      a.dataset.page = p.id;
+      a.textContent = p.label;
+      return a;
+    }),
+  );
+}
+
 function showLag() {
   if (maxLag.ms > LAG_NOTICE_MS) {
     lagBar.hidden = false;
@@ -88,8 +100,9 @@ async function route() {
   const { page, params, query } = parseHash();
   const range = rangeOf(query);
   renderRangePicker(range);
+  renderNav();
   for (const a of document.querySelectorAll('.nav a')) {
-    a.classList.toggle('active', a.dataset.page === page);
+    a.classList.toggle('active', a.dataset.page === (PAGES.find((p) => p.id === page)?.navAs ?? page));
     a.setAttribute('href', href(a.dataset.page, query));
   }
   const id = ++renderId;
@@ -98,8 +111,7 @@ async function route() {
   view.innerHTML = '<p class="loading">Loading…</p>';
   view.dataset.state = 'loading';
   try {
-    const pages = { overview: renderOverview, scope: renderScope, budgets: renderBudgets };
-    const render = pages[page] ?? renderOverview;
+    const render = (PAGES.find((p) => p.id === page) ?? PAGES[0]).render;
     const content = document.createElement('div');
     content.className = 'grid';
     content.dataset.page = page;

@@ -7,7 +7,7 @@ const css = (name) => getComputedStyle(document.documentElement).getPropertyValu
  * A chart in `el`: `xs` in epoch seconds, `series` [{ label, values, color?, dash?, fill? }],
  * `thresholds` [{ label, value, color }] drawn as flat lines across the chart.
  */
-export function lineChart(el, { xs, series, thresholds = [], format = String, height = 240 }) {
+export function lineChart(el, { xs, series, thresholds = [], format = String, height = 240, points = false }) {
   el.replaceChildren();
   const data = [xs, ...series.map((s) => s.values), ...thresholds.map((t) => xs.map(() => t.value))];
   const opts = {
@@ -28,13 +28,16 @@ export function lineChart(el, { xs, series, thresholds = [], format = String, he
         width: 2,
         dash: s.dash,
         fill: s.fill ? s.fill : undefined,
-        points: { show: false },
+        points: { show: points, size: 5 },
         value: (u, v) => (v === null || v === undefined ? '—' : format(v)),
       })),
       ...thresholds.map((t) => ({ label: t.label, stroke: t.color, width: 1.5, dash: [6, 4], points: { show: false }, value: () => format(t.value) })),
     ],
   };
   const chart = new uPlot(opts, data, el);
+  // What is drawn, for tests and the curious: the number of buckets and each series' total.
+  el.dataset.points = String(xs.length);
+  el.dataset.sums = JSON.stringify(series.map((s) => s.values.reduce((a, v) => a + (v ?? 0), 0)));
   const ro = new ResizeObserver(() => chart.setSize({ width: Math.max(el.clientWidth, 280), height }));
   ro.observe(el);
   return chart;

@@ -9,34 +9,36 @@ const timesFmt = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maxim
 const dateTimeFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
 const moneyFmts = new Map();
 
-/** Digits a cost needs: agents' costs are often fractions of a cent (fixed, so columns line up). */
-export const costDigits = (amount) => (Math.abs(amount) >= 1 || amount === 0 ? 2 : 4);
+/**
+ * One money format everywhere: two decimals, and up to four when the amount has sub-cent digits
+ * (agents' costs are often fractions of a cent): $1.00, $0.50, $0.0045, $12.3457.
+ */
+export const MONEY_DIGITS = { min: 2, max: 4 };
 
-function moneyFormat(unit, digits) {
-  const key = `${unit}|${digits}`;
-  if (!moneyFmts.has(key)) {
+function moneyFormat(unit) {
+  if (!moneyFmts.has(unit)) {
     let fmt;
     try {
-      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: digits, maximumFractionDigits: digits });
+      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max });
     } catch {
       // Not an ISO 4217 code (e.g. "credits"): a plain number followed by the unit.
-      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits });
+      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max });
       fmt = { format: (v) => `${plain.format(v)} ${unit}` };
     }
-    moneyFmts.set(key, fmt);
+    moneyFmts.set(unit, fmt);
   }
-  return moneyFmts.get(key);
+  return moneyFmts.get(unit);
 }
 
 /** A cost in the unit the data has; null cost is "—", a cost of mixed units says so. */
 export function money(amount, unit) {
   if (amount === null || amount === undefined) return '—';
-  if (!unit) return `${intlNumber(amount, costDigits(amount))} (mixed units)`;
-  return moneyFormat(unit, costDigits(amount)).format(amount);
+  if (!unit) return `${intlNumber(amount)} (mixed units)`;
+  return moneyFormat(unit).format(amount);
 }
 
-function intlNumber(v, digits) {
-  return new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
+function intlNumber(v) {
+  return new Intl.NumberFormat(locale, { minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max }).format(v);
 }
 
 export const int = (v) => (v === null || v === undefined ? '—' : intFmt.format(v));
@@ -45,6 +47,12 @@ export const pct = (ratio) => pctFmt.format(ratio);
 /** A ratio as a multiple, e.g. "3.00×"; "—" when there is nothing to divide by. */
 export const times = (ratio) => (Number.isFinite(ratio) ? `${timesFmt.format(ratio)}×` : '—');
 export const dateTime = (iso) => dateTimeFmt.format(new Date(iso));
+const timeSecFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'medium' });
+/** To the second: steps of one run are often seconds apart. */
+export const dateTimeSec = (iso) => timeSecFmt.format(new Date(iso));
+const msFmt = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
+/** A latency in milliseconds ("—" when the step reported none). */
+export const ms = (v) => (v === null || v === undefined ? '—' : `${msFmt.format(v)} ms`);
 
 /** "+12.5% vs previous period", from Mastra's changePercent (null when there is nothing to compare). */
 export function change(percent) {

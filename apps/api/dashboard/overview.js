@@ -2,14 +2,16 @@ import { discovery, metrics, STEPS, TOKENS } from './api.js';
 import { colors, lineChart } from './charts.js';
 import { change, compact, escapeHtml, int, money, timeZone, unpriced } from './format.js';
 import { buckets, onBuckets } from './time.js';
+import { topTable } from './top-table.js';
 
-const TOP = 8;
+// Every group, so that sorting by cost (the default) or by tokens picks the real top rows.
+const GROUPS = 1000;
 
 export async function renderOverview(el, { range, href }) {
   const timestamp = { start: range.start.toISOString(), end: range.end.toISOString() };
   const prevStart = new Date(range.start.getTime() - range.spanMs);
   const filters = { timestamp };
-  const top = (groupBy) => metrics.breakdown({ name: TOKENS, groupBy, aggregation: 'sum', filters, limit: TOP });
+  const top = (groupBy) => metrics.breakdown({ name: TOKENS, groupBy, aggregation: 'sum', filters, limit: GROUPS });
   const [totals, steps, series, prevSeries, models, resources, agents, types] = await Promise.all([
     metrics.aggregate({ name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' }),
     metrics.aggregate({ name: STEPS, aggregation: 'count', filters, comparePeriod: 'previous_period' }),
@@ -30,6 +32,11 @@ export async function renderOverview(el, { range, href }) {
   const costDelta = change(totals.costChangePercent);
   const tokenDelta = change(totals.changePercent);
   const stepDelta = change(steps.changePercent);
+  const tables = [
+    topTable('models', 'Top models', models.groups, { name: (d) => `${d.provider ?? '—'} / ${d.model ?? '—'}`, link: (d) => d.model && href('steps', undefined, { model: d.model, ...(d.provider ? { provider: d.provider } : {}) }), fallbackUnit: unit }),
+    topTable('resources', 'Top resources', resources.groups, { name: (d) => d.resourceId ?? '(no resource)', link: (d) => d.resourceId && href(`scope/resource/${encodeURIComponent(d.resourceId)}`), fallbackUnit: unit }),
+    topTable('agents', 'Top agents', agents.groups, { name: (d) => d.entityName ?? '(unnamed)', link: (d) => d.entityName && href('steps', undefined, { entityName: d.entityName }), fallbackUnit: unit }),
+  ];
   el.innerHTML = `
     <div class="page-head"><h1>Overview</h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())}</span></div>
     ${steps.value === 0 ? `<section class="panel empty" data-testid="empty-window"><h2>No steps in this window</h2><p>Your agents have sent events before, just not in the ${escapeHtml(range.label)}. Pick a longer window above.</p></section>` : ''}
@@ -40,16 +47,13 @@ export async function renderOverview(el, { range, href }) {
       ${kpi('cost-per-step', 'Cost per step', steps.value ? money((totals.estimatedCost ?? 0) / steps.value, unit ?? 'USD') : '—', null, null, 'average over the window')}
     </div>
     <div class="grid cols-2">
-      <section class="panel"><header><h2>Cost</h2><span class="muted small">per ${escapeHtml(range.interval)}, dashed: previous period</span></header><div class="chart" id="chart-cost"></div></section>
-      <section class="panel"><header><h2>Tokens</h2><span class="muted small">per ${escapeHtml(range.interval)}, dashed: previous period</span></header><div class="chart" id="chart-tokens"></div></section>
+      <section class="panel"><header><h2>Cost</h2><span class="muted small">per ${escapeHtml(range.bucketLabel)}, dashed: previous period</span></header><div class="chart" id="chart-cost"></div></section>
+      <section class="panel"><header><h2>Tokens</h2><span class="muted small">per ${escapeHtml(range.bucketLabel)}, dashed: previous period</span></header><div class="chart" id="chart-tokens"></div></section>
     </div>
-    <div class="grid cols-3">
-      ${table('models', 'Top models', models.groups, (d) => `${d.provider ?? '—'} / ${d.model ?? '—'}`, null, unit)}
-      ${table('resources', 'Top resources', resources.groups, (d) => d.resourceId ?? '(no resource)', (d) => d.resourceId && href(`scope/resource/${encodeURIComponent(d.resourceId)}`), unit)}
-      ${table('agents', 'Top agents', agents.groups, (d) => d.entityName ?? '(unnamed)', null, unit)}
-    </div>`;
+    <div class="grid cols-3">${tables.map((t) => t.html).join('')}</div>`;
+  for (const t of tables) t.mount(el);
 
-  const bs = buckets(range.start, range.end, range.interval);
+  const bs = buckets(range.start, range.end, range.bucketMs);
   const xs = bs.map((t) => t / 1000);
   const cur = series.series[0]?.points ?? [];
   const prev = prevSeries.series[0]?.points ?? [];
@@ -59,16 +63,16 @@ export async function renderOverview(el, { range, href }) {
       xs,
       format: fmtCost,
       series: [
-        { label: 'This period', values: onBuckets(cur, bs, range.interval, (p) => p.estimatedCost), fill: colors.fill() },
-        { label: 'Previous period', values: onBuckets(prev, bs, range.interval, (p) => p.estimatedCost, range.spanMs), color: colors.prev(), dash: [5, 4] },
+        { label: 'This period', values: onBuckets(cur, bs, range.bucketMs, (p) => p.estimatedCost), fill: colors.fill() },
+        { label: 'Previous period', values: onBuckets(prev, bs, range.bucketMs, (p) => p.estimatedCost, range.spanMs), color: colors.prev(), dash: [5, 4] },
       ],
     });
     lineChart(el.querySelector('#chart-tokens'), {
       xs,
       format: (v, axis) => (axis ? compact(v) : int(v)),
       series: [
-        { label: 'This period', values: onBuckets(cur, bs, range.interval, (p) => p.value), fill: colors.fill() },
-        { label: 'Previous period', values: onBuckets(prev, bs, range.interval, (p) => p.value, range.spanMs), color: colors.prev(), dash: [5, 4] },
+        { label: 'This period', values: onBuckets(cur, bs, range.bucketMs, (p) => p.value), fill: colors.fill() },
+        { label: 'Previous period', values: onBuckets(prev, bs, range.bucketMs, (p) => p.value, range.spanMs), color: colors.prev(), dash: [5, 4] },
       ],
     });
   };
@@ -82,24 +86,6 @@ function kpi(id, label, text, raw, delta, note, extra = '') {
     <div class="delta">${delta ? `<span class="${dir}" data-testid="kpi-${id}-change">${escapeHtml(delta)}</span> vs previous period · ` : ''}${escapeHtml(note)}</div>
     ${extra}
   </div>`;
-}
-
-function table(id, title, groups, name, link, fallbackUnit) {
-  const max = Math.max(...groups.map((g) => g.value), 1);
-  const rows = groups
-    .map((g) => {
-      const label = name(g.dimensions);
-      const url = link?.(g.dimensions);
-      return `<tr data-testid="${id}-row" data-key="${escapeHtml(label)}" data-tokens="${g.value}" data-cost="${g.estimatedCost ?? ''}" data-unpriced-steps="${g.unpricedSteps ?? 0}" data-unpriced-tokens="${g.unpricedTokens ?? 0}">
-        <td class="name" title="${escapeHtml(label)}">${url ? `<a href="${url}">${escapeHtml(label)}</a>` : escapeHtml(label)}<span class="share"><span style="width:${((g.value / max) * 100).toFixed(1)}%"></span></span></td>
-        <td class="num tokens">${int(g.value)}</td>
-        <td class="num cost"><span class="amount">${money(g.estimatedCost, g.costUnit ?? (g.estimatedCost === null ? fallbackUnit : null))}</span>${unpriced(g)}</td>
-      </tr>`;
-    })
-    .join('');
-  return `<section class="panel" data-testid="${id}"><header><h2>${title}</h2><span class="muted small">by tokens</span></header>
-    <table><thead><tr><th>Name</th><th class="num">Tokens</th><th class="num">Cost</th></tr></thead>
-    <tbody>${rows || '<tr><td colspan="3" class="empty-row">Nothing in this window.</td></tr>'}</tbody></table></section>`;
 }
 
 /** What a project with no events at all sees: how to send the first one. */

@@ -1,8 +1,8 @@
-import { api, metrics, STEPS, TOKENS } from './api.js';
+import { api, metrics, STEPS, steps as stepsApi, TOKENS } from './api.js';
 import { LIMIT_TYPES, SCOPE_FILTER, statusOf, usageFor } from './budget-math.js';
 import { colors, lineChart } from './charts.js';
 import { change, compact, dateTime, escapeHtml, int, money, pct, times, timeZone, unpriced } from './format.js';
-import { buckets, intervalFor, onBuckets, WINDOWS } from './time.js';
+import { buckets, chartBuckets, onBuckets, WINDOWS } from './time.js';
 
 const PICKABLE = ['resource', 'thread', 'user', 'organization', 'session', 'run'];
 
@@ -13,14 +13,24 @@ export async function renderScope(el, ctx) {
   const scopeKey = `${scope}:${id}`;
   const base = { [SCOPE_FILTER[scope]]: id };
   const filters = { ...base, timestamp: { start: range.start.toISOString(), end: range.end.toISOString() } };
-  const [totals, steps, series, budgets, decisions, exceeded] = await Promise.all([
+  const [totals, steps, series, budgets, decisions, exceeded, ever] = await Promise.all([
     metrics.aggregate({ name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' }),
     metrics.aggregate({ name: STEPS, aggregation: 'count', filters }),
     metrics.timeseries({ name: TOKENS, interval: range.interval, aggregation: 'sum', filters }),
     api('GET', `/v1/guard/usage?scopeKey=${encodeURIComponent(scopeKey)}`),
     api('GET', `/v1/guard/decisions?scopeKey=${encodeURIComponent(scopeKey)}&limit=20`),
     api('GET', `/v1/guard/exceeded?scopeKey=${encodeURIComponent(scopeKey)}&limit=20`),
+    stepsApi.list({ [SCOPE_FILTER[scope]]: id, limit: 1 }),
   ]);
+
+  // An id the ledger has never seen (no step at any time, no guard decision, nothing reserved) is not a scope at zero.
+  const held = Object.values(budgets.usage).some((u) => u.reservedInputTokens || u.reservedOutputTokens || u.reservedCost);
+  if (!ever.steps.length && !decisions.decisions.length && !held) {
+    el.innerHTML = `<div class="page-head"><h1>${escapeHtml(scope)} <span data-testid="scope-id">${escapeHtml(id)}</span></h1><span class="muted"><a href="${href('scope')}">other scope</a></span></div>
+      <section class="panel empty" data-testid="no-data"><h2>No data for this ${escapeHtml(scope)}</h2>
+      <p>No step event, reservation or guard decision of this project names the ${escapeHtml(scope)} id <code>${escapeHtml(id)}</code>, at any time. Check the id (ids are case-sensitive), or pick one from the lists.</p></section>`;
+    return;
+  }
 
   // Each budget's chart: the scope's usage accumulated over that budget's own window, up to now.
   const now = Date.now();
@@ -29,17 +39,17 @@ export async function renderScope(el, ctx) {
     limits.map((l) => {
       const span = l.policy.window && scope !== 'run' ? WINDOWS[l.policy.window] : range.spanMs;
       const start = new Date(now - span);
-      const interval = intervalFor(span);
+      const { interval, bucketMs } = chartBuckets(span);
       return metrics
         .timeseries({ name: l.names, interval, aggregation: 'sum', filters: { ...base, timestamp: { start: start.toISOString(), end: new Date(now).toISOString() } } })
-        .then((r) => ({ start, end: new Date(now), interval, points: r.series[0]?.points ?? [] }));
+        .then((r) => ({ start, end: new Date(now), bucketMs, points: r.series[0]?.points ?? [] }));
     }),
   );
 
   const unit = totals.costUnit ?? 'USD';
   const delta = change(totals.costChangePercent);
   el.innerHTML = `
-    <div class="page-head"><h1>${escapeHtml(scope)} <span data-testid="scope-id">${escapeHtml(id)}</span></h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())} · <a href="${href('scope')}">other scope</a></span></div>
+    <div class="page-head"><h1>${escapeHtml(scope)} <span data-testid="scope-id">${escapeHtml(id)}</span></h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())} · <a href="${href('steps', undefined, { [SCOPE_FILTER[scope]]: id })}">its steps</a>${scope === 'run' ? ` · <a href="${href(`run/${encodeURIComponent(id)}`)}" data-testid="run-link">run timeline</a>` : ''} · <a href="${href('scope')}">other scope</a></span></div>
     <div class="kpis">
       <div class="kpi" data-testid="kpi-cost"><div class="label">Cost</div><div class="value" data-testid="kpi-cost-value" data-value="${totals.estimatedCost ?? ''}">${escapeHtml(money(totals.estimatedCost ?? 0, unit))}</div><div class="delta">${delta ? `${escapeHtml(delta)} vs previous period` : 'no previous period to compare'}</div>${unpriced(totals, 'kpi-cost-unpriced')}</div>
       <div class="kpi" data-testid="kpi-tokens"><div class="label">Tokens</div><div class="value" data-testid="kpi-tokens-value" data-value="${totals.value ?? 0}">${int(totals.value ?? 0)}</div><div class="delta">input + output</div></div>
@@ -50,21 +60,21 @@ export async function renderScope(el, ctx) {
       <div class="page-head"><h2>Budgets that apply</h2><span class="muted small">usage as the guard counts it now: committed steps + open reservations</span></div>
       ${limits.length ? `<div class="budget-grid">${limits.map((l, i) => budgetCard(l, budgets.usage[l.policy.usageKey], i)).join('')}</div>` : noBudgetHelp(scope)}
     </section>
-    <section class="panel" data-testid="decisions"><header><h2>Recent guard denials and warnings</h2><span class="muted small">newest first</span></header>${decisionsTable(decisions.decisions)}</section>
+    <section class="panel" data-testid="decisions"><header><h2>Recent guard denials and warnings</h2><span class="muted small">newest first</span></header>${decisionsTable(decisions.decisions, scopeKey, href)}</section>
     <section class="panel" data-testid="exceeded"><header><h2>Steps that used more than they reserved</h2><span class="muted small">newest first · actual usage as the step event that settled the reservation reported it</span></header>${exceededTable(exceeded.exceeded, scope)}</section>`;
 
   return () => {
-    const bs = buckets(range.start, range.end, range.interval);
+    const bs = buckets(range.start, range.end, range.bucketMs);
     lineChart(el.querySelector('#chart-scope'), {
       xs: bs.map((t) => t / 1000),
       format: (v) => money(v, unit),
-      series: [{ label: 'Cost', values: onBuckets(series.series[0]?.points ?? [], bs, range.interval, (p) => p.estimatedCost), fill: colors.fill() }],
+      series: [{ label: 'Cost', values: onBuckets(series.series[0]?.points ?? [], bs, range.bucketMs, (p) => p.estimatedCost), fill: colors.fill() }],
     });
     limits.forEach((l, i) => {
       const w = windowSeries[i];
-      const bs = buckets(w.start, w.end, w.interval);
+      const bs = buckets(w.start, w.end, w.bucketMs);
       let sum = 0;
-      const cumulative = onBuckets(w.points, bs, w.interval, l.pick).map((v) => (sum += v));
+      const cumulative = onBuckets(w.points, bs, w.bucketMs, l.pick).map((v) => (sum += v));
       const fmt = l.type === 'cost' ? (v) => money(v, unit) : (v, axis) => (axis ? compact(v) : int(v));
       const thresholds = [];
       if (l.policy.warnAtPercent !== undefined) thresholds.push({ label: `Soft (${l.policy.warnAtPercent}%)`, value: (l.limit * l.policy.warnAtPercent) / 100, color: colors.warn() });
@@ -100,19 +110,30 @@ function costByUnit(usage) {
   return [...new Set([...Object.keys(committed), ...Object.keys(reserved)])].map((unit) => [unit, (committed[unit] ?? 0) + (reserved[unit] ?? 0)]).sort((a, b) => b[1] - a[1]);
 }
 
-function findingText(f) {
+const SCOPE_PAGE = /^(run|thread|resource|user|organization|session):(.+)$/s;
+
+/**
+ * One limit of a decision: which scope's limit it was (a denial on this page may come from a limit
+ * on another scope of the same check, e.g. the run's request limit), where it came from, and the figures.
+ */
+export function findingText(f, pageScopeKey, href) {
   const fmt = (v) => (f.limitType === 'cost' ? money(v, f.unit) : int(v));
-  return `${escapeHtml(f.source.replace(/^policy:/, ''))}: ${escapeHtml(f.limitType)} ${escapeHtml(fmt(f.usage))} of ${escapeHtml(fmt(f.limit))}${f.window ? ` / ${escapeHtml(f.window)}` : ''} <span class="badge ${f.threshold}">${f.threshold}</span>`;
+  const m = SCOPE_PAGE.exec(f.scopeKey ?? '');
+  const scopeName = m ? `${m[1]} ${m[2]}` : f.scope;
+  const other = f.scopeKey && f.scopeKey !== pageScopeKey;
+  const scopeHtml = other && m ? `<a href="${href(`scope/${m[1]}/${encodeURIComponent(m[2])}`)}" data-testid="finding-scope">${escapeHtml(scopeName)}</a>` : `<span data-testid="finding-scope">${escapeHtml(scopeName)}</span>`;
+  const source = f.source === 'request' ? 'request limit' : `policy ${f.source.replace(/^policy:/, '')}`;
+  return `<span data-testid="finding" data-scope-key="${escapeHtml(f.scopeKey ?? '')}">${scopeHtml}${other ? ' <span class="badge">other scope</span>' : ''} · ${escapeHtml(source)}: ${escapeHtml(f.limitType)} ${escapeHtml(fmt(f.usage))} of ${escapeHtml(fmt(f.limit))}${f.window ? ` / ${escapeHtml(f.window)}` : ''} <span class="badge ${f.threshold}">${f.threshold}</span></span>`;
 }
 
-function decisionsTable(decisions) {
+function decisionsTable(decisions, scopeKey, href) {
   if (!decisions.length) return '<p class="empty-row">No denials or warnings for this scope. They appear here when a guard check passes a soft threshold or is denied.</p>';
   return `<table><thead><tr><th>When</th><th>Decision</th><th>Limits</th><th>Agent</th></tr></thead><tbody>${decisions
     .map(
       (d) => `<tr data-testid="decision" data-decision="${d.decision}">
       <td class="num" style="text-align:left">${escapeHtml(dateTime(d.occurredAt))}</td>
       <td><span class="badge ${d.decision === 'deny' ? 'deny' : 'warn'}">${d.decision === 'deny' ? 'denied' : 'warned'}</span></td>
-      <td>${[...d.violations, ...d.warnings].map(findingText).join('<br>')}</td>
+      <td>${[...d.violations, ...d.warnings].map((f) => findingText(f, scopeKey, href)).join('<br>')}</td>
       <td>${escapeHtml(d.context.entityName ?? '—')}</td></tr>`,
     )
     .join('')}</tbody></table>`;

@@ -11,6 +11,8 @@ export interface StepFilter {
   userId?: string;
   threadId?: string;
   traceId?: string;
+  organizationId?: string;
+  sessionId?: string;
   environment?: string;
   tag?: string;
   /** true: only steps with no price now (after any reprice); false: only priced ones. */
@@ -124,6 +126,8 @@ const FILTER_COLUMNS: [keyof StepFilter, string][] = [
   ['userId', 'user_id'],
   ['threadId', 'thread_id'],
   ['traceId', 'trace_id'],
+  ['organizationId', 'organization_id'],
+  ['sessionId', 'session_id'],
   ['environment', 'environment'],
 ];
 

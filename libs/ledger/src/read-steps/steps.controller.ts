@@ -35,6 +35,8 @@ const filterFields = {
   userId: idSchema.optional(),
   threadId: idSchema.optional(),
   traceId: idSchema.optional(),
+  organizationId: idSchema.optional(),
+  sessionId: idSchema.optional(),
   environment: shortText(128).optional(),
   tag: shortText(128).optional(),
 };
