@@ -168,6 +168,22 @@ export interface ScopeUsage {
   costByUnit: Record<string, number>;
   /** Reserved cost per unit. */
   reservedCostByUnit: Record<string, number>;
+  /** A windowed budget's burn rate and when its limits are reached at it; null for a run. */
+  forecast?: UsageForecast | null;
+}
+
+/** A windowed budget's burn rate over the last hour of its window, and when its limits are reached at that rate. */
+export interface UsageForecast {
+  /** Committed usage of the last hour, per hour; cost in `costUnit` (null: no priced usage). */
+  burnRate: { cost: number; costUnit: string | null; totalTokens: number; inputTokens: number; outputTokens: number };
+  /**
+   * Per limit on this usage: when usage (committed and reserved) reaches it at the burn rate —
+   * `asOf` when it already has, null when the rate is 0 or the limit is more than one window
+   * length away at that rate.
+   */
+  limits: { source: string; limitType: LimitType; limit: number; unit: string; reachedAt: string | null }[];
+  /** The earliest `reachedAt` (null when no limit is reached). */
+  limitReachedAt: string | null;
 }
 
 export interface GuardCheckResponse {
@@ -193,12 +209,26 @@ export interface GuardCheckResponse {
   asOf: string;
 }
 
+/** Budget alerts: thresholds in percent of each limit, each crossed once (BudgetThresholdCrossed). */
+const alertFields = {
+  alerts: z
+    .array(z.number({ error: 'must be a number' }).finite('must be finite').gt(0, 'must be above 0').max(1000, 'must be at most 1000'))
+    .max(10, 'must hold at most 10 thresholds')
+    .refine((a) => new Set(a).size === a.length, 'must not repeat a threshold')
+    .optional(),
+  /** Points a rolling window's usage must fall below a threshold before it alerts again (default 5). */
+  alertHysteresis: z.number({ error: 'must be a number' }).min(0, 'must not be negative').max(100, 'must be at most 100').optional(),
+};
+/** Points below a threshold a rolling window must fall before the threshold alerts again, unless a policy says. */
+export const DEFAULT_ALERT_HYSTERESIS = 5;
+
 export const policySchema = z
   .strictObject({
     ...budgetFields,
     strategy: z.enum(['block', 'warn']).default('block'),
     /** Apply only to steps of this entity (agent) name. */
     entityName: idSchema.optional(),
+    ...alertFields,
   })
   .refine(...hasAnAmount);
 export type Policy = z.infer<typeof policySchema>;

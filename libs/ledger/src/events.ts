@@ -10,6 +10,8 @@ export const EventType = {
   GuardDecided: 'GuardDecided',
   PriceCatalogChanged: 'PriceCatalogChanged',
   StepRepriced: 'StepRepriced',
+  BudgetThresholdCrossed: 'BudgetThresholdCrossed',
+  BudgetExhausted: 'BudgetExhausted',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -68,8 +70,39 @@ export interface GuardDecided extends SystemEventBase {
   data: { decision: 'allow' | 'deny'; violations: GuardFinding[]; warnings: GuardFinding[]; stepId: string | null };
 }
 
+/** What a budget alert names: the budget (scope, window, policy, limit) and where its usage stood. */
+export interface BudgetAlertData {
+  scope: string;
+  scopeKey: string;
+  /** null for a run budget. */
+  window: string | null;
+  /** `policy:<name>` or `request`. */
+  source: string;
+  limitType: string;
+  /** In `unit` (micro-units are never shown). */
+  usage: number;
+  limit: number;
+  unit: string;
+}
+
+/**
+ * A step's commit (or a reprice) took a budget's committed usage from below `threshold` percent
+ * of its limit to at or above it. Once per crossing: a rolling window alerts again only after its
+ * usage fell `hysteresis` points below the threshold; a run budget crosses once.
+ */
+export interface BudgetThresholdCrossed extends SystemEventBase {
+  type: 'BudgetThresholdCrossed';
+  data: BudgetAlertData & { threshold: number; hysteresis: number; stepEventId: string | null; sequence: number };
+}
+
+/** A hard limit denied a step: once per budget until its usage fell back below it (by the hysteresis). */
+export interface BudgetExhausted extends SystemEventBase {
+  type: 'BudgetExhausted';
+  data: BudgetAlertData & { stepId: string | null; sequence: number };
+}
+
 /** The events the service itself appends to the log, beside the clients' step events. */
-export type SystemEvent = BudgetReserved | ReservationSettled | ReservationReleased | ReservationExceeded | GuardDecided;
+export type SystemEvent = BudgetReserved | ReservationSettled | ReservationReleased | ReservationExceeded | GuardDecided | BudgetThresholdCrossed | BudgetExhausted;
 
 /** A step's cost as priced at one time; all null when it had no price. */
 export interface StepCost {

@@ -14,11 +14,13 @@ import { PricesService } from './prices/prices.service';
 import { RepriceController } from './reprice/reprice.controller';
 import { Repricer } from './reprice/repricer';
 import { AdminController } from './projects/admin.controller';
+import { AlertsController } from './budget-alerts/alerts.controller';
+import { BudgetAlerts } from './budget-alerts/budget-alerts';
 import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService, BudgetAlerts],
   exports: [StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService],
 })
 export class LedgerModule {}
@@ -26,6 +28,6 @@ export class LedgerModule {}
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController, StepsController],
+  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController, StepsController, AlertsController],
 })
 export class LedgerHttpModule {}

@@ -70,6 +70,14 @@ export const reservationsExceeded = new Counter({
   registers: [metricsRegistry],
 });
 
+/** Budget alerts appended to the log, by kind (BudgetThresholdCrossed, BudgetExhausted). */
+export const alertsFired = new Counter({
+  name: 'tollgate_alerts_fired_total',
+  help: 'Budget alerts appended to the log, by kind',
+  labelNames: ['kind'] as const,
+  registers: [metricsRegistry],
+});
+
 /** Steps whose provider reported a cost of 0 although they used tokens (stored as reported, flagged). */
 export const zeroCostSteps = new Counter({
   name: 'tollgate_zero_cost_steps_total',

@@ -11,6 +11,8 @@ import { validateStepEvents, type ValidatedBatch } from './validate-step-events'
 import { readReservationContexts } from '../reservations/release-reservation.sql';
 import { scopeKeysOf } from '../check-guard/effective-limits';
 import { reservationsExceeded, zeroCostSteps } from '@tollgate/observability/metrics';
+import { BudgetAlerts } from '../budget-alerts/budget-alerts';
+import { stepContributions } from '../budget-alerts/step-contributions';
 
 @CommandHandler(AppendEvents)
 export class AppendEventsHandler implements ICommandHandler<AppendEvents, IngestResponse> {
@@ -21,6 +23,7 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
     private readonly eventBus: EventBus,
     private readonly config: Config,
     private readonly clock: Clock,
+    private readonly alerts: BudgetAlerts,
   ) {}
 
   async execute({ projectId, events }: AppendEvents): Promise<IngestResponse> {
@@ -41,8 +44,14 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
       });
       // Settlement events are stamped now; their month needs a partition too.
       await this.partitions.ensureFor([now, ...rows.map((r) => r.occurredAt)]);
-      // One statement, so one round trip and atomic without an explicit transaction.
-      const stored = await insertStepEvents(this.prisma.sql, projectId, rows);
+      // One statement, so one round trip and atomic without an explicit transaction; with the
+      // budget alerts it crossed in the same transaction when the project has alerts.
+      const stored = this.alerts.applies(settings)
+        ? await this.alerts.commit(projectId, settings, [...new Set(rows.flatMap((r) => scopeKeysOf(r.event)))], async (tx) => {
+            const inserted = await insertStepEvents(tx, projectId, rows);
+            return { result: inserted, steps: stepContributions(rows, inserted) };
+          })
+        : await insertStepEvents(this.prisma.sql, projectId, rows);
       const published: StepUsageRecorded[] = [];
       valid.forEach(({ index, event }, i) => {
         const step = stored.get(event.eventId);

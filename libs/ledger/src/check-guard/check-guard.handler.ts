@@ -8,6 +8,8 @@ import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
 import { StepPricer } from '../estimate/step-pricer';
+import { BudgetAlerts } from '../budget-alerts/budget-alerts';
+import { forecastOf } from '../forecast/forecast';
 import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf } from './effective-limits';
@@ -67,6 +69,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly clock: Clock,
     private readonly projectSettings: ProjectSettingsReader,
     private readonly pricer: StepPricer,
+    private readonly alerts: BudgetAlerts,
   ) {
     const v = config.values;
     this.commits = new GroupCommit<LoadedCheck, CheckResult>(
@@ -149,12 +152,15 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // bounded in time; an audit event is appended before the answer, never after it.
     const key = [projectId, ...check.requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join('\u001f');
     const { at, usage } = await withTimeout(
-      this.reads.run(key, () => this.read(this.prisma.sql, projectId, check.requests)),
+      this.reads.run(key, () => this.read(this.prisma.sql, projectId, withLastHours(check.requests))),
       this.config.values.GUARD_TIMEOUT_MS,
     );
     const [outcome] = decideInOrder([check.case], new Map(usage), check.settings, this.decisionContext(at));
     if (outcome.events.length) await appendSystemEvents(this.prisma.sql, projectId, outcome.events);
-    return respond(check, outcome, at);
+    if (check.case.audit && outcome.decision.decision === 'deny') {
+      await this.alerts.exhausted(this.prisma.sql, projectId, check.settings, [{ violations: outcome.decision.violations, stepId: check.request.stepId ?? null }]);
+    }
+    return respond(check, outcome, at, usage);
   }
 
   private async load(projectId: string, request: GuardCheckRequest, now: Date): Promise<LoadedCheck> {
@@ -200,7 +206,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const opening = lockScopesStatements(projectId, keys, checks.map((c) => c.request.stepId!));
     return this.prisma.transaction(async (tx, opened) => {
       const existing = existingByStep(opened);
-      const { at, usage } = await this.read(tx, projectId, dedupe(checks.flatMap((c) => c.case.limits)));
+      const { at, usage } = await this.read(tx, projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))));
       const working = new Map(usage);
       const ctx = this.decisionContext(at);
       const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
@@ -218,6 +224,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         }
       }
       const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
+      const denied = decided.filter((d) => d.check.case.audit && d.outcome.decision.decision === 'deny');
+      if (denied.length) {
+        await this.alerts.exhausted(tx, projectId, checks[0].settings, denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })));
+      }
       const made = await commitGuardOutcome(
         tx,
         projectId,
@@ -232,7 +242,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         if (!('outcome' in r)) return r;
         const { outcome, check } = r;
         if (outcome.reservation && !made.has(outcome.reservation.id)) return retried(check, theirs.get(check.request.stepId!)!, at);
-        return { response: respond(check, outcome, at) };
+        return { response: respond(check, outcome, at, usage) };
       });
     }, this.config.values.GUARD_TIMEOUT_MS, opening);
   }
@@ -255,11 +265,27 @@ function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
   return [...seen.values()];
 }
 
-function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date): GuardCheckResponse {
+/** Beside each windowed (scope, window), its last hour: the burn rate of the forecast. */
+function withLastHours(requests: UsageRequest[]): UsageRequest[] {
+  const keys = new Set(requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)));
+  const hours = requests.filter((r) => r.window !== null && r.scope !== 'run' && !keys.has(usageKey(`${r.scope}:${r.scopeId}`, '1h')));
+  return [...requests, ...[...new Map(hours.map((r) => [`${r.scope}:${r.scopeId}`, { ...r, window: '1h' as const }])).values()]];
+}
+
+/** A windowed usage's forecast, from its last hour as read (committed usage only). */
+function forecastFor(check: LoadedCheck, r: UsageRequest, u: UsageTotals, read: ReadonlyMap<string, UsageTotals>, at: Date) {
+  if (r.window === null || r.scope === 'run') return null;
+  const scopeKey = `${r.scope}:${r.scopeId}`;
+  const limits = check.case.limits.filter((l) => l.scopeKey === scopeKey && l.window === r.window);
+  return forecastOf(r.window, limits, u, read.get(usageKey(scopeKey, '1h')) ?? emptyUsage(), check.settings.money, at);
+}
+
+function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date, read: ReadonlyMap<string, UsageTotals>): GuardCheckResponse {
   const usage: GuardCheckResponse['usage'] = {};
   for (const r of check.requests) {
     const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
-    usage[key] = scopeUsageView(r.scope, r.window, outcome.usage.get(key) ?? emptyUsage(), check.settings.money);
+    const u = outcome.usage.get(key) ?? emptyUsage();
+    usage[key] = { ...scopeUsageView(r.scope, r.window, u, check.settings.money), forecast: forecastFor(check, r, u, read, at) };
   }
   const { decision, violations, warnings } = outcome.decision;
   return {

@@ -14,6 +14,9 @@ export interface StoredPolicy {
   strategy: 'block' | 'warn';
   entity_name: string | null;
   cost_unit: string | null;
+  /** Alert thresholds, percent of the limits (null or empty: none). */
+  alerts: number[] | null;
+  alert_hysteresis: number | null;
 }
 
 export interface ProjectSettings extends GuardSettings {
@@ -21,6 +24,8 @@ export interface ProjectSettings extends GuardSettings {
   maxEventAgeDays: number | null;
   policies: StoredPolicy[];
   overrides: PriceOverrideRate[];
+  /** Some budget of the project has alerted (a fired or re-armed state exists): commits look at those states. */
+  alertStates?: boolean;
 }
 
 /** Everything a check needs to know about its project, in one round trip. */
@@ -33,10 +38,12 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     max_event_age_days: number | null;
     policies: StoredPolicy[];
     overrides: any[];
+    alert_states: boolean;
   }>(
     `SELECT p.unpriced_policy, p.unpriced_fallback, p.cost_unit, p.exchange_rates, p.max_event_age_days,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
-            coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides
+            coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides,
+            EXISTS (SELECT 1 FROM budget_alert_states s WHERE s.project_id = p.id) AS alert_states
        FROM projects p WHERE p.id = $1`,
     projectId,
   );
@@ -47,6 +54,7 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     money: { base: row.cost_unit, rates: row.exchange_rates },
     maxEventAgeDays: row.max_event_age_days,
     policies: row.policies,
+    alertStates: row.alert_states,
     overrides: row.overrides.map((o) => ({
       id: o.id,
       provider: o.provider,

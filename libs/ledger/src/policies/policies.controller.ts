@@ -18,6 +18,8 @@ export const policyView = (p: PolicyRow) => ({
   warnAtPercent: p.warnAtPercent ?? undefined,
   strategy: p.strategy,
   entityName: p.entityName ?? undefined,
+  alerts: p.alerts.length ? p.alerts : undefined,
+  alertHysteresis: p.alertHysteresis ?? undefined,
   updatedAt: p.updatedAt.toISOString(),
 });
 
@@ -50,6 +52,8 @@ export class PoliciesController {
       warnAtPercent: body.warnAtPercent ?? null,
       strategy: body.strategy,
       entityName: body.entityName ?? null,
+      alerts: [...(body.alerts ?? [])].sort((a, b) => a - b),
+      alertHysteresis: body.alertHysteresis ?? null,
       updatedAt: new Date(),
     };
     const [row] = await this.prisma.$transaction([

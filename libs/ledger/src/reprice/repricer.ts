@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import { PrismaService } from '@tollgate/database';
 import { AppError } from '@tollgate/platform';
 import { readProjectSettings } from '../check-guard/project-settings.sql';
 import { StepsRepriced } from '../events';
+import { BudgetAlerts } from '../budget-alerts/budget-alerts';
+import { repricedContributions } from '../budget-alerts/repriced-contributions.sql';
 import { normalizeModel, normalizeProvider } from '../pricing/price-step';
 import { appendRepricedSteps, lockProjectReprices } from './append-repriced-steps.sql';
 import { decideReprice, RepriceTally, type RepriceDecision, type RepriceSummary } from './reprice-decision';
@@ -49,6 +51,8 @@ export class Repricer {
   constructor(
     private readonly prisma: PrismaService,
     private readonly eventBus: EventBus,
+    // Optional so the SQL spec can run the repricer alone (no alerts there).
+    @Optional() private readonly alerts?: BudgetAlerts,
   ) {}
 
   /** How many steps the request's range holds (a progress bar's total). */
@@ -72,8 +76,18 @@ export class Repricer {
         const decisions: RepriceDecision[] = steps.map((s) => decideReprice(s, settings.overrides));
         if (dryRun) return { read: steps, decisions, appended: null };
         const corrections = decisions.flatMap((d) => (d.kind === 'changed' ? [d.correction] : []));
-        const stored = await appendRepricedSteps(tx, projectId, corrections);
-        return { read: steps, decisions, appended: new Set(stored.keys()) };
+        if (!this.alerts?.applies(settings) || !corrections.length) {
+          const stored = await appendRepricedSteps(tx, projectId, corrections);
+          return { read: steps, decisions, appended: new Set(stored.keys()) };
+        }
+        // A correction can take a budget across an alert threshold: decided in this transaction.
+        const moved = await repricedContributions(tx, projectId, corrections);
+        let appended = new Set<string>();
+        await this.alerts.decideIn(tx, projectId, settings, [...new Set(moved.flatMap((m) => m.scopeKeys))], async () => {
+          appended = new Set((await appendRepricedSteps(tx, projectId, corrections)).keys());
+          return moved.filter((m) => appended.has(m.correctionId!));
+        });
+        return { read: steps, decisions, appended };
       }, BATCH_TIMEOUT_MS);
       tally.add(decisions, appended);
       options.onBatch?.(tally.summary());
