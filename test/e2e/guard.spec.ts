@@ -200,7 +200,7 @@ describe('POST /v1/guard/check', () => {
       const res = await check({ context: { resourceId: 'x' }, estimate, reserve: true, stepId: randomUUID() });
       const attempt = await call(svc.url, 'POST', `/v1/guard/reservations/${res.body.reservation.id}/release`, { token: other.key });
       expect(attempt.status).toBe(404);
-      expect((await svc.prisma.reservation.findUnique({ where: { id: res.body.reservation.id } }))!.status).toBe('open');
+      expect((await svc.prisma.reservation.findFirst({ where: { id: res.body.reservation.id } }))!.status).toBe('open');
     });
 
     it('lapses at expiry: the budget is free again and the lapse is logged once', async () => {

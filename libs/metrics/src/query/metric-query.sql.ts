@@ -141,8 +141,8 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): st
 /**
  * One statement, so one snapshot: the checkpoint, the rollups (which hold exactly the events up
  * to it), the unprojected tail of the log inside the bucket ranges, and the raw edges. The tail is
- * read through the (tx, position) index — the way the projector reads — so it costs what the lag
- * is, not what the range is.
+ * the project's, read through the (project_id, tx, position) index, so it costs what the project's
+ * lag is, not what the range is — and it touches one project's rows only (one shard, distributed).
  */
 function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typeof coverRange> }, p: Params): string {
   const parts: string[] = [];
@@ -164,7 +164,7 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
   ];
   return `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
-    SELECT * FROM events WHERE (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
+    SELECT * FROM events WHERE project_id = ${p.add(q.projectId)} AND (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
      ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
   ),
   lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
@@ -223,7 +223,7 @@ export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan
   let lagEvents = result.lag_events;
   if (lagEvents > TAIL_LIMIT) {
     result = await run([]);
-    lagEvents = await countUnprojected(db);
+    lagEvents = await countUnprojected(db, q.projectId);
   }
   const rows = result.rows
     .filter((r) => (r.cnt ?? 0) > 0 || q.groups.length === 0)
@@ -247,9 +247,10 @@ export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan
   return { rows, lag: { events: lagEvents, ms: Math.max(0, Math.round(result.lag_ms)) } };
 }
 
-async function countUnprojected(db: SqlClient): Promise<number> {
+async function countUnprojected(db: SqlClient, projectId: string): Promise<number> {
   const [row] = await db.$queryRawUnsafe<{ n: number }[]>(
-    `SELECT count(*)::int AS n FROM events, projection_checkpoints cp WHERE cp.name = '${ROLLUP_PROJECTION}' AND (events.tx, events.position) > (cp.tx, cp.position)`,
+    `SELECT count(*)::int AS n FROM events, projection_checkpoints cp WHERE cp.name = '${ROLLUP_PROJECTION}' AND events.project_id = $1 AND (events.tx, events.position) > (cp.tx, cp.position)`,
+    projectId,
   );
   return row.n;
 }
@@ -261,7 +262,7 @@ export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: 
   const picks = percentiles.map((pc, i) => `(array_agg(sum ORDER BY sum))[least(floor(${p.add(pc)}::float8 * count(*))::int, count(*)::int - 1) + 1]::float8 AS p${i}`);
   const sql = `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
-    SELECT recorded_at FROM events WHERE (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
+    SELECT recorded_at FROM events WHERE project_id = ${p.add(q.projectId)} AND (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
      ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
   ),
   lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
@@ -269,7 +270,7 @@ export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: 
   agg AS (SELECT ts, ${picks.join(', ')} FROM parts GROUP BY ts)
   SELECT (SELECT COALESCE(json_agg(agg ORDER BY ts), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
   const [row] = await db.$queryRawUnsafe<{ rows: Record<string, number>[]; lag_events: number; lag_ms: number }[]>(sql, ...p.values);
-  const lagEvents = row.lag_events > TAIL_LIMIT ? await countUnprojected(db) : row.lag_events;
+  const lagEvents = row.lag_events > TAIL_LIMIT ? await countUnprojected(db, q.projectId) : row.lag_events;
   return {
     rows: row.rows.map((r) => ({ ts: r.ts, values: percentiles.map((_, i) => r[`p${i}`]) })),
     lag: { events: lagEvents, ms: Math.max(0, Math.round(row.lag_ms)) },
