@@ -529,6 +529,9 @@ test('the steps page lists the step events newest first with the route’s figur
     expect(await row.getByTestId('step-resource').innerText()).toBe(s.scopes.resourceId);
   }
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-steps.png'), fullPage: true });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-steps-top.png') });
+  // The table fits a 1360 px screen: no sideways scrolling.
+  expect(await page.locator('[data-testid=steps] .scroll-x').evaluate((d) => d.scrollWidth <= d.clientWidth)).toBe(true);
 
   // Older: the route's next page, then back to the newest.
   await page.getByTestId('next-page').click();

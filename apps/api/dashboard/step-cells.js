@@ -17,9 +17,9 @@ export function scopeCell(s, href) {
   return SCOPE_LINKS.filter(([k]) => s.scopes[k])
     .map(([k, scope]) => {
       const url = scope === 'run' ? href(`run/${encodeURIComponent(s.scopes[k])}`) : href(`scope/${scope}/${encodeURIComponent(s.scopes[k])}`);
-      return `<div class="scope-id"><span class="muted">${scope}</span> <a href="${url}" data-testid="step-${scope}">${escapeHtml(s.scopes[k])}</a></div>`;
+      return `<span class="scope-id"><span class="muted">${scope}</span> <a href="${url}" data-testid="step-${scope}">${escapeHtml(s.scopes[k])}</a></span>`;
     })
-    .join('');
+    .join(' ');
 }
 
 /** Input tokens with the cached part beneath; output with the reasoning part. */
@@ -54,5 +54,9 @@ export function reservationCell(s) {
     <div><span data-testid="step-settlement">${settlement}</span>${r.exceeded ? ' <span class="badge warn" data-testid="step-exceeded">used more</span>' : ''}</div></td>`;
 }
 
-export const timeCell = (s) => `<td class="when" data-testid="step-time" data-iso="${escapeHtml(s.occurredAt)}">${escapeHtml(dateTimeSec(s.occurredAt))}</td>`;
+const dayFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+const clockFmt = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+/** Day above, time to the second below: narrow, and steps of one run are seconds apart. */
+export const timeCell = (s) =>
+  `<td class="when" data-testid="step-time" data-iso="${escapeHtml(s.occurredAt)}" title="${escapeHtml(dateTimeSec(s.occurredAt))}">${escapeHtml(dayFmt.format(new Date(s.occurredAt)))}<div class="muted small">${escapeHtml(clockFmt.format(new Date(s.occurredAt)))}</div></td>`;
 export const latencyCell = (s) => `<td class="num" data-testid="step-latency">${ms(s.durationMs)}</td>`;

@@ -60,13 +60,12 @@ export async function renderSteps(el, { range, query, href }) {
 }
 
 function stepsTable(steps, href) {
-  return `<div class="scroll-x"><table class="steps"><thead><tr><th>Time</th><th>Scope</th><th>Agent</th><th>Model</th><th class="num">Input</th><th class="num">Output</th><th class="num">Cost</th><th class="num">Latency</th><th>Reservation</th></tr></thead><tbody>${steps
+  return `<div class="scroll-x"><table class="steps"><thead><tr><th>Time</th><th>Agent · model</th><th>Scope</th><th class="num">Input</th><th class="num">Output</th><th class="num">Cost</th><th class="num">Latency</th><th>Reservation</th></tr></thead><tbody>${steps
     .map(
       (s) => `<tr data-testid="step" data-event-id="${escapeHtml(s.eventId)}">
       ${timeCell(s)}
-      <td>${scopeCell(s, href)}</td>
-      <td data-testid="step-agent">${escapeHtml(s.entityName ?? '—')}</td>
-      <td class="model" data-testid="step-model">${escapeHtml(modelName(s))}${s.environment ? `<div class="muted small">${escapeHtml(s.environment)}</div>` : ''}${s.tags.length ? `<div class="tags">${s.tags.map((t) => `<span class="badge">${escapeHtml(t)}</span>`).join(' ')}</div>` : ''}</td>
+      <td class="model"><div data-testid="step-agent">${escapeHtml(s.entityName ?? '—')}</div><div data-testid="step-model">${escapeHtml(modelName(s))}</div>${s.environment || s.tags.length ? `<div class="tags">${s.environment ? `<span class="badge env">${escapeHtml(s.environment)}</span>` : ''}${s.tags.map((t) => `<span class="badge">${escapeHtml(t)}</span>`).join('')}</div>` : ''}</td>
+      <td class="scopes">${scopeCell(s, href)}</td>
       ${tokenCells(s.usage)}
       ${costCell(s)}
       ${latencyCell(s)}
