@@ -1,6 +1,8 @@
-/** The @tollgate/* path aliases of tsconfig.json, for jest (shared by every jest project). */
-module.exports = {
-  '^@tollgate/(contracts|database|ledger|platform|exporters|observability|metrics)$': '<rootDir>/libs/$1/src/index.ts',
-  '^@tollgate/observability/metrics$': '<rootDir>/libs/observability/src/metrics.ts',
-  '^@tollgate/sdk(/mastra)?$': '<rootDir>/libs/sdk/src$1/index.ts',
-};
+/** The @tollgate/* path aliases for jest (shared by every jest project), read from tsconfig.paths.json: the one place they are written. */
+const { compilerOptions } = require('./tsconfig.paths.json');
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+module.exports = Object.fromEntries(
+  Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${escape(alias)}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
+);
