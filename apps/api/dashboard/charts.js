@@ -7,7 +7,7 @@ const css = (name) => getComputedStyle(document.documentElement).getPropertyValu
  * A chart in `el`: `xs` in epoch seconds, `series` [{ label, values, color?, dash?, fill? }],
  * `thresholds` [{ label, value, color }] drawn as flat lines across the chart.
  */
-export function lineChart(el, { xs, series, thresholds = [], format = String, height = 240, points = false }) {
+export function lineChart(el, { xs, series, thresholds = [], format = String, height = 240, points = false, spanGaps = false }) {
   el.replaceChildren();
   const data = [xs, ...series.map((s) => s.values), ...thresholds.map((t) => xs.map(() => t.value))];
   const opts = {
@@ -29,6 +29,7 @@ export function lineChart(el, { xs, series, thresholds = [], format = String, he
         dash: s.dash,
         fill: s.fill ? s.fill : undefined,
         points: { show: points, size: 5 },
+        spanGaps,
         value: (u, v) => (v === null || v === undefined ? '—' : format(v)),
       })),
       ...thresholds.map((t) => ({ label: t.label, stroke: t.color, width: 1.5, dash: [6, 4], points: { show: false }, value: () => format(t.value) })),

@@ -2,7 +2,7 @@
 import { percentiles, steps as stepsApi } from './api.js';
 import { lineChart } from './charts.js';
 import { escapeHtml, int, ms, timeZone } from './format.js';
-import { INTERVAL_MS } from './time.js';
+import { buckets, INTERVAL_MS } from './time.js';
 
 const CHARTED = 4;
 const PALETTE = ['#1f5fbf', '#b7791f', '#2f855a', '#8e44ad'];
@@ -43,17 +43,23 @@ export async function renderLatency(el, { range, href }) {
     ${charted.map((m, i) => `<section class="panel"><header><h2>${escapeHtml(name(m))}</h2><span class="muted small">p50 and p95 per ${escapeHtml(interval)} bucket</span></header><div class="chart" id="chart-latency-${i}" data-testid="latency-chart"></div></section>`).join('')}`;
 
   return () => {
+    // One time axis for every model: the window's buckets, empty where a model had no step.
+    const bs = buckets(range.start, range.end, INTERVAL_MS[interval]);
+    const onAxis = (points) => {
+      const byTs = new Map(points.map((p) => [Date.parse(p.timestamp), p.value]));
+      return bs.map((t) => byTs.get(t) ?? null);
+    };
     charted.forEach((m, i) => {
       const [p50, p95] = series[i].series;
-      const xs = p50.points.map((p) => Date.parse(p.timestamp) / 1000);
       lineChart(el.querySelector(`#chart-latency-${i}`), {
-        xs,
+        xs: bs.map((t) => t / 1000),
         format: (v) => ms(v),
         height: 200,
         points: true,
+        spanGaps: true,
         series: [
-          { label: 'p50', values: p50.points.map((p) => p.value), color: PALETTE[i % PALETTE.length] },
-          { label: 'p95', values: p95.points.map((p) => p.value), color: PALETTE[i % PALETTE.length], dash: [5, 4] },
+          { label: 'p50', values: onAxis(p50.points), color: PALETTE[i % PALETTE.length] },
+          { label: 'p95', values: onAxis(p95.points), color: PALETTE[i % PALETTE.length], dash: [5, 4] },
         ],
       });
     });
