@@ -1,7 +1,7 @@
-import { JobHandlers } from '@tollgate/platform';
+import { JobHandlers, type JobName } from '@tollgate/platform';
 
 describe('the exports queue in the job registry', () => {
-  const register = (handlers: JobHandlers, jobs: string[]) => {
+  const register = (handlers: JobHandlers, jobs: JobName<'exports'>[]) => {
     for (const job of jobs) handlers.register('exports', job, async () => undefined);
   };
 

@@ -1,11 +1,11 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ReservationsService } from '@tollgate/ledger';
-import { JobHandlers, parseJob } from '@tollgate/platform';
+import { JobHandlers } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
 
-/** Routes the guard's housekeeping jobs to their handlers. */
+/** The guard's housekeeping jobs: registers their handlers; JobHandlers.route runs them. */
 @Processor('guard')
 export class GuardProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('guard');
@@ -27,10 +27,7 @@ export class GuardProcessor extends WorkerHost implements OnApplicationBootstrap
     await keepJobScheduler(this.queue, 'reservations.sweep', { every: 30_000 }, { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
   }
 
-  async process(job: Job): Promise<unknown> {
-    const { name, data } = parseJob('guard', job.name, job.data);
-    const handler = this.handlers.get('guard', name);
-    if (!handler) throw new Error(`No handler for guard/${name}`);
-    return handler(data);
+  process(job: Job): Promise<unknown> {
+    return this.handlers.route('guard', job);
   }
 }

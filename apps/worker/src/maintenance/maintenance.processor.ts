@@ -2,11 +2,11 @@ import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { EventPartitions, EventRetention, PrismaService, type RetentionResult } from '@tollgate/database';
 import { ROLLUP_PROJECTION } from '@tollgate/metrics';
-import { Config, JobHandlers, parseJob, type JobPayload } from '@tollgate/platform';
+import { Config, JobHandlers, type JobPayload } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
 
-/** Routes maintenance jobs to their handlers; the work itself lives in the handlers. */
+/** Maintenance jobs: registers their handlers (the work lives in them); JobHandlers.route runs them. */
 @Processor('maintenance')
 export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('maintenance');
@@ -21,8 +21,8 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
   ) {
     super();
     this.retention = new EventRetention(prisma);
-    handlers.register('maintenance', 'partitions.ensure', (data) => this.ensurePartitions(data as JobPayload<'maintenance', 'partitions.ensure'>));
-    handlers.register('maintenance', 'retention.apply', (data) => this.applyRetention(data as JobPayload<'maintenance', 'retention.apply'>));
+    handlers.register('maintenance', 'partitions.ensure', (data) => this.ensurePartitions(data));
+    handlers.register('maintenance', 'retention.apply', (data) => this.applyRetention(data));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -36,11 +36,8 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
     }
   }
 
-  async process(job: Job): Promise<unknown> {
-    const { name, data } = parseJob('maintenance', job.name, job.data);
-    const handler = this.handlers.get('maintenance', name);
-    if (!handler) throw new Error(`No handler for maintenance/${name}`);
-    return handler(data);
+  process(job: Job): Promise<unknown> {
+    return this.handlers.route('maintenance', job);
   }
 
   private async ensurePartitions(data: JobPayload<'maintenance', 'partitions.ensure'>) {

@@ -1,7 +1,7 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/metrics';
-import { JobHandlers, parseJob } from '@tollgate/platform';
+import { addJob, JobHandlers } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
 
@@ -31,18 +31,15 @@ export class ProjectorProcessor extends WorkerHost implements OnApplicationBoots
     await keepJobScheduler(this.queue, CATCH_UP_JOB, { every: SCHEDULE_MS }, { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
   }
 
-  async process(job: Job): Promise<unknown> {
-    const { name, data } = parseJob('projections', job.name, job.data);
-    const handler = this.handlers.get('projections', name);
-    if (!handler) throw new Error(`No handler for projections/${name}`);
-    return handler(data);
+  process(job: Job): Promise<unknown> {
+    return this.handlers.route('projections', job);
   }
 
   private async catchUp() {
     const result = await this.projector.catchUp({ maxMs: SLICE_MS });
     if (!result.caughtUp && !result.busy) {
       // Not deduplicated: this job still holds the wake-up's deduplication id.
-      await this.queue.add(CATCH_UP_JOB, {}, { removeOnComplete: 100, removeOnFail: 100 });
+      await addJob(this.queue, 'projections', CATCH_UP_JOB, {}, { removeOnComplete: 100, removeOnFail: 100 });
     }
     if (result.events) this.logger.debug({ msg: 'rollups caught up', ...result });
     return result;

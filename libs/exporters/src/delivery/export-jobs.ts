@@ -1,6 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
-import type { JobPayload } from '@tollgate/platform';
+import { addJob, type JobInput } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
 import type { ExporterRecord } from '../config/exporter-record';
 
@@ -17,8 +17,8 @@ export class ExportJobs {
    * holds it back, for a drain its project's share of the slots had no room for.
    */
   async drain(exporterId: string, delayMs = 0): Promise<void> {
-    const data: JobPayload<'exports', 'export.drain'> = { exporterId };
-    await this.queue.add('export.drain', data, {
+    const data: JobInput<'exports', 'export.drain'> = { exporterId };
+    await addJob(this.queue, 'exports', 'export.drain', data, {
       delay: delayMs,
       deduplication: { id: `drain-${exporterId}`, keepLastIfActive: true },
       removeOnComplete: true,
@@ -32,8 +32,8 @@ export class ExportJobs {
    */
   async deliver(batchId: string, jobId: string, exporter: Pick<ExporterRecord, 'id' | 'settings'>, priorAttempts = 0, delayMs = 0): Promise<void> {
     const { retry } = exporter.settings;
-    const data: JobPayload<'exports', 'export.deliver'> = { batchId, exporterId: exporter.id, maxBackoffMs: retry.maxBackoffMs, priorAttempts };
-    await this.queue.add('export.deliver', data, {
+    const data: JobInput<'exports', 'export.deliver'> = { batchId, exporterId: exporter.id, maxBackoffMs: retry.maxBackoffMs, priorAttempts };
+    await addJob(this.queue, 'exports', 'export.deliver', data, {
       jobId,
       delay: delayMs,
       attempts: Math.max(1, retry.maxAttempts - priorAttempts),

@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
 import { StepsRepriced, StepUsageRecorded } from '@tollgate/ledger';
+import { addJob } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
 
 /** At most one wake-up per this many ms per process; the projector reads whole batches anyway. */
@@ -30,10 +31,10 @@ export class WakeProjectorOnIngest implements IEventHandler<StepUsageRecorded | 
       this.timer = null;
       this.inFlight = true;
       // The job id makes concurrent wake-ups from several API replicas one job.
-      const add = this.queue.add(CATCH_UP_JOB, {}, { deduplication: { id: CATCH_UP_JOB }, removeOnComplete: 100, removeOnFail: 100 });
+      const add = addJob(this.queue, 'projections', CATCH_UP_JOB, {}, { deduplication: { id: CATCH_UP_JOB }, removeOnComplete: 100, removeOnFail: 100 });
       let timeout: NodeJS.Timeout | undefined;
       const timedOut = new Promise<void>((resolve) => (timeout = setTimeout(resolve, ADD_TIMEOUT_MS)));
-      void Promise.race([add.then(() => undefined), timedOut])
+      void Promise.race([add, timedOut])
         .catch((err: unknown) => this.logger.debug({ msg: 'projector wake-up dropped', err: String(err) }))
         .finally(() => {
           clearTimeout(timeout);
