@@ -29,3 +29,7 @@ CREATE TABLE budget_alert_states (
 
 -- GET /v1/alerts and the dashboard's alerts list, newest first.
 CREATE INDEX events_budget_alerts_idx ON events (project_id, occurred_at) WHERE type IN ('BudgetThresholdCrossed', 'BudgetExhausted');
+
+-- Slack incoming webhooks are an exporter kind (alerts only, by default).
+ALTER TABLE exporters DROP CONSTRAINT exporters_type_check;
+ALTER TABLE exporters ADD CONSTRAINT exporters_type_check CHECK (type IN ('webhook', 'otlp', 'slack'));

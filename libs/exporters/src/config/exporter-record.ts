@@ -7,7 +7,7 @@ export interface ExporterRecord {
   id: string;
   projectId: string;
   name: string;
-  type: 'webhook' | 'otlp';
+  type: 'webhook' | 'otlp' | 'slack';
   settings: ExporterSettings;
   sealedSecrets: string | null;
   status: 'active' | 'paused';
@@ -42,7 +42,7 @@ export function recordOf(r: {
   };
 }
 
-/** The event types an exporter sends: OTLP spans exist for step events only. */
+/** The event types an exporter sends: OTLP spans exist for step events only; Slack gets the alerts it names. */
 export function typesOf(e: Pick<ExporterRecord, 'settings'>): readonly string[] {
-  return e.settings.type === 'webhook' ? e.settings.eventTypes : DEFAULT_EVENT_TYPES;
+  return e.settings.type === 'otlp' ? DEFAULT_EVENT_TYPES : e.settings.eventTypes;
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isoInstantSchema, shortText } from '@tollgate/contracts';
 import { isReservedHeader } from '../delivery/sink-client';
 import { REPRICED_EVENT_TYPE } from '../wire/wire-event';
+import { ALERT_EVENT_TYPES, SLACK_MAX_EVENTS } from '../wire/slack';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const exporterNameSchema = z.string().regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
@@ -71,29 +72,54 @@ export const otlpSchema = z.strictObject({
   ...common,
 });
 
-export const putExporterSchema = z.discriminatedUnion('type', [webhookSchema, otlpSchema]);
+/**
+ * A Slack (or Slack-compatible: Mattermost, Rocket.Chat) incoming webhook: one message per batch
+ * of budget alerts, naming each scope, policy and usage against its limit.
+ */
+export const slackSchema = z.strictObject({
+  type: z.literal('slack'),
+  /** The incoming webhook's URL. It is the credential: stored encrypted, never returned. */
+  url: httpUrl,
+  /** Event types sent (default: the budget alerts). */
+  eventTypes: z.array(z.enum(['BudgetThresholdCrossed', 'BudgetExhausted'])).min(1).max(2).default(ALERT_EVENT_TYPES as ['BudgetThresholdCrossed', 'BudgetExhausted']),
+  /** The dashboard's address (e.g. https://tollgate.example.com/dashboard): each alert links to its scope's page. */
+  dashboardUrl: httpUrl.optional(),
+  ...common,
+  batch: batchSchema
+    .extend({ maxEvents: z.number().int().min(1).max(SLACK_MAX_EVENTS, `must be at most ${SLACK_MAX_EVENTS} (a Slack message holds 50 blocks)`).default(20) })
+    .default({ maxEvents: 20, maxBytes: 1024 * 1024, maxWaitMs: 1000 }),
+});
+
+export const putExporterSchema = z.discriminatedUnion('type', [webhookSchema, otlpSchema, slackSchema]);
 export type PutExporter = z.infer<typeof putExporterSchema>;
 
 /** What is stored in `secrets` (sealed). */
 export interface ExporterSecrets {
   signingSecret?: string;
+  /** A Slack exporter's webhook URL. */
+  url?: string;
   headers?: Record<string, string>;
 }
 
 /** What is stored in `settings`: the validated body without its secrets and startFrom. */
 export type ExporterSettings =
   | (Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number })
-  | (Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number });
+  | (Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number })
+  | (Omit<z.infer<typeof slackSchema>, 'url' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number });
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** The field that names an exporter's destination, for errors. */
-export const destinationField = (body: Pick<PutExporter, 'type'>) => (body.type === 'webhook' ? 'url' : 'endpoint');
+export const destinationField = (body: Pick<PutExporter, 'type'>) => (body.type === 'otlp' ? 'endpoint' : 'url');
 
 export function splitSecrets(body: PutExporter, timeoutMs: number): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
   if (body.type === 'webhook') {
     const { signingSecret, headers, startFrom: _s, ...settings } = body;
     return { settings: { ...settings, timeoutMs }, secrets: { signingSecret, ...(headers ? { headers } : {}) } };
+  }
+  if (body.type === 'slack') {
+    const { url, startFrom: _s, ...settings } = body;
+    return { settings: { ...settings, timeoutMs }, secrets: { url } };
   }
   const { headers, startFrom: _s, ...settings } = body;
   return { settings: { ...settings, timeoutMs }, secrets: headers ? { headers } : null };

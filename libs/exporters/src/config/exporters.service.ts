@@ -31,7 +31,7 @@ export class ExportersService {
     const timeoutMs = body.timeoutMs ?? Math.min(DEFAULT_TIMEOUT_MS, this.maxTimeoutMs);
     if (timeoutMs > this.maxTimeoutMs) throw AppError.validation('timeoutMs', `must be at most ${this.maxTimeoutMs} (the operator's EXPORTS_MAX_TIMEOUT_MS)`);
     const field = destinationField(body);
-    const refusal = await this.destinations.refusal(body.type === 'webhook' ? body.url : tracesUrl(body.endpoint));
+    const refusal = await this.destinations.refusal(body.type === 'otlp' ? tracesUrl(body.endpoint) : body.url);
     if (refusal) throw AppError.validation(field, refusal);
     const { settings, secrets } = splitSecrets(body, timeoutMs);
     if (secrets && !this.box) {
@@ -141,12 +141,12 @@ export class ExportersService {
     };
   }
 
-  private secretNames(e: ExporterRecord): { signingSecret: boolean; headers: string[] } | { sealed: true } | null {
+  private secretNames(e: ExporterRecord): { signingSecret: boolean; headers: string[]; url?: true } | { sealed: true } | null {
     if (!e.sealedSecrets) return null;
     if (!this.box) return { sealed: true };
     try {
-      const s = this.box.open<{ signingSecret?: string; headers?: Record<string, string> }>(e.sealedSecrets, e.id);
-      return { signingSecret: Boolean(s.signingSecret), headers: Object.keys(s.headers ?? {}) };
+      const s = this.box.open<{ signingSecret?: string; headers?: Record<string, string>; url?: string }>(e.sealedSecrets, e.id);
+      return { signingSecret: Boolean(s.signingSecret), headers: Object.keys(s.headers ?? {}), ...(s.url ? { url: true as const } : {}) };
     } catch {
       return { sealed: true };
     }

@@ -9,6 +9,7 @@ import type { ExporterSecrets } from '../config/exporter-settings';
 import { SecretBox, SecretKeyError } from '../config/secret-box';
 import { Destinations } from '../destination/destinations';
 import { toOtlpTraces, tracesUrl } from '../wire/otlp';
+import { slackMessage } from '../wire/slack';
 import { webhookRequest } from '../wire/webhook';
 import { toWireEvent, type WireEvent } from '../wire/wire-event';
 import { cutBatch, matchesTypes } from './batching';
@@ -248,6 +249,12 @@ export class ExportPipeline {
       if (!secrets.signingSecret) throw new SinkError('webhook exporter has no signing secret', true);
       const req = webhookRequest({ batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events }, signingSecret: secrets.signingSecret, headers: secrets.headers, serializedEvents: serialized });
       await postToSink(this.destinations, s.url, req.body, { ...req.headers, 'x-tollgate-exporter': exporter.name }, timeoutMs);
+      return;
+    }
+    if (s.type === 'slack') {
+      if (!secrets.url) throw new SinkError('slack exporter has no webhook URL', true);
+      const message = slackMessage(events, { exporter: exporter.name, dashboardUrl: s.dashboardUrl });
+      await postToSink(this.destinations, secrets.url, JSON.stringify(message), { 'content-type': 'application/json' }, timeoutMs);
       return;
     }
     const body = JSON.stringify(toOtlpTraces(events, s.serviceName));
