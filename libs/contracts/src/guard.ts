@@ -101,6 +101,11 @@ export interface EstimateResponse extends GuardEstimateView {
   counted: 'given' | 'o200k';
 }
 
+/** What the guard does with a step that does not fit: deny it, or let it run with fewer output tokens. */
+export const ON_EXCEED = ['block', 'shrink'] as const;
+export type OnExceed = (typeof ON_EXCEED)[number];
+const onExceedSchema = z.enum(ON_EXCEED, { error: "must be 'block' or 'shrink'" });
+
 export const guardCheckRequestSchema = z
   .strictObject({
     context: guardContextSchema,
@@ -112,10 +117,25 @@ export const guardCheckRequestSchema = z
     stepId: idSchema.optional(),
     failMode: z.enum(['open', 'closed']).default('open'),
     dryRun: z.boolean().default(false),
+    /**
+     * For the request's limits, and the policies that set none: `shrink` lets a step that does not
+     * fit run with fewer output tokens (the answer's `adjust`), which the caller then applies.
+     */
+    onExceed: onExceedSchema.optional(),
+    /**
+     * The fewest output tokens a shrunk step may have (default 1). Giving it says the caller can
+     * apply an `adjust`, so a policy with `onExceed: 'shrink'` may shrink the step too.
+     */
+    minOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(100_000_000).optional(),
   })
   .superRefine((r, ctx) => {
     if (r.reserve && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required when reserve is true' });
     if (r.reserve && !r.stepId) ctx.addIssue({ code: 'custom', path: ['stepId'], message: 'is required when reserve is true' });
+    if (r.onExceed === 'shrink' && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: "is required when onExceed is 'shrink'" });
+    if (r.minOutputTokens !== undefined && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required with minOutputTokens' });
+    if (r.minOutputTokens !== undefined && r.estimate && r.minOutputTokens > r.estimate.maxOutputTokens) {
+      ctx.addIssue({ code: 'custom', path: ['minOutputTokens'], message: 'must be at most estimate.maxOutputTokens' });
+    }
   });
 export type GuardCheckRequest = z.infer<typeof guardCheckRequestSchema>;
 export type GuardCheckRequestInput = z.input<typeof guardCheckRequestSchema>;
@@ -186,6 +206,16 @@ export interface UsageForecast {
   limitReachedAt: string | null;
 }
 
+/** How a step that did not fit was let run: with at most `maxOutputTokens` output tokens. */
+export interface GuardAdjust {
+  /** The most output tokens that fit every limit (at least the request's `minOutputTokens`). The reservation holds this many. */
+  maxOutputTokens: number;
+  /** The request's `estimate.maxOutputTokens`. */
+  requestedMaxOutputTokens: number;
+  /** What the step would have been denied for at its full size (empty on a retried check). */
+  limitedBy: GuardFinding[];
+}
+
 export interface GuardCheckResponse {
   decision: 'allow' | 'deny';
   /**
@@ -204,8 +234,13 @@ export interface GuardCheckResponse {
   /** Keyed `<scopeKey>@<window>`, e.g. `resource:abc@7d`, or `run:<id>` for runs. */
   usage: Record<string, ScopeUsage>;
   reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
-  /** Present whenever the request had an estimate, dry runs included. */
+  /** Present whenever the request had an estimate, dry runs included (shrunk when `adjust` is). */
   estimate?: GuardEstimateView;
+  /**
+   * Set on an `allow` that holds only if the step runs with fewer output tokens (`onExceed:
+   * 'shrink'`): the caller must cap the step's output at `adjust.maxOutputTokens`.
+   */
+  adjust?: GuardAdjust;
   asOf: string;
 }
 
@@ -226,6 +261,13 @@ export const policySchema = z
   .strictObject({
     ...budgetFields,
     strategy: z.enum(['block', 'warn']).default('block'),
+    /**
+     * A step this policy would block: `block` denies it whatever the request asks; `shrink` lets it
+     * run with fewer output tokens when the caller can (it sent `onExceed: 'shrink'` or a
+     * `minOutputTokens`).
+     * Not set: as the request's `onExceed` says.
+     */
+    onExceed: onExceedSchema.optional(),
     /** Apply only to steps of this entity (agent) name. */
     entityName: idSchema.optional(),
     ...alertFields,

@@ -12,7 +12,7 @@ import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { forecastOf } from '../forecast/forecast';
 import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
-import { effectiveLimits, scopeKeysOf } from './effective-limits';
+import { effectiveLimits, scopeKeysOf, shrinkOf } from './effective-limits';
 import { commitGuardOutcome, existingByStep, lockScopesStatements, readExistingReservations, type ExistingReservation } from './guard-batch.sql';
 import {
   decideInOrder,
@@ -176,6 +176,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         context: request.context,
         limits,
         estimate,
+        shrink: shrinkOf(request),
         reserve: request.reserve && !request.dryRun,
         audit: !request.dryRun,
         stepId: request.stepId,
@@ -295,7 +296,8 @@ function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date, read: Read
     skipped: check.skipped,
     usage,
     ...(outcome.reservation ? { reservation: reservationView(outcome.reservation) } : {}),
-    ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+    ...(outcome.estimate ? { estimate: estimateView(outcome.estimate) } : {}),
+    ...(outcome.adjust ? { adjust: outcome.adjust } : {}),
     asOf: at.toISOString(),
   };
 }
@@ -313,8 +315,19 @@ function reservedResponse(check: LoadedCheck, r: NewReservation, at: Date): Guar
     usage: {},
     reservation: reservationView(r),
     ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+    ...heldAdjust(check, r.outputTokens),
     asOf: at.toISOString(),
   };
+}
+
+/**
+ * A retried check gets the reservation its step already holds; one that was shrunk holds fewer
+ * output tokens than the retry asks for, and the retry must be told so as the first answer was.
+ */
+function heldAdjust(check: LoadedCheck, heldOutputTokens: number): Pick<GuardCheckResponse, 'adjust'> {
+  const requested = check.request.estimate?.maxOutputTokens;
+  if (requested === undefined || heldOutputTokens >= requested) return {};
+  return { adjust: { maxOutputTokens: heldOutputTokens, requestedMaxOutputTokens: requested, limitedBy: [] } };
 }
 
 /** A retried check for a step that already holds an open reservation gets that reservation back. */
@@ -340,6 +353,7 @@ function retried(check: LoadedCheck, found: ExistingReservation, at: Date): Chec
         expiresAt: new Date(found.expires_at).toISOString(),
       },
       ...(check.case.estimate ? { estimate: estimateView(check.case.estimate) } : {}),
+      ...heldAdjust(check, Number(found.output_tokens)),
       asOf: at.toISOString(),
     },
   };

@@ -2,6 +2,16 @@ import type { GuardCheckRequest, GuardContext, Scope, Window } from '@tollgate/c
 import type { EffectiveLimit } from './guard-decision';
 import type { StoredPolicy } from './project-settings.sql';
 
+/**
+ * The floor of a step the caller can run shorter, or undefined when it cannot: a request says it
+ * can by asking to shrink or by giving the floor itself. Without that, no limit shrinks a step
+ * (a client that ignores `adjust` would run it at its full size against a smaller reservation).
+ */
+export function shrinkOf(request: GuardCheckRequest): { minOutputTokens: number } | undefined {
+  if (request.onExceed !== 'shrink' && request.minOutputTokens === undefined) return undefined;
+  return { minOutputTokens: request.minOutputTokens ?? 1 };
+}
+
 /** The id of each scope in a step's context; the run is the trace (runId stands in when no traceId is given). */
 export function scopeIdOf(context: GuardContext, scope: Scope): string | undefined {
   switch (scope) {
@@ -62,6 +72,7 @@ export function effectiveLimits(request: GuardCheckRequest, policies: readonly S
       maxOutputTokens: l.maxOutputTokens,
       warnAtPercent: l.warnAtPercent,
       strategy: 'block',
+      onExceed: request.onExceed ?? 'block',
       source: 'request',
     });
   }
@@ -75,6 +86,7 @@ export function effectiveLimits(request: GuardCheckRequest, policies: readonly S
       maxOutputTokens: num(p.max_output_tokens),
       warnAtPercent: p.warn_at_percent ?? undefined,
       strategy: p.strategy,
+      onExceed: p.on_exceed ?? request.onExceed ?? 'block',
       source: `policy:${p.name}`,
     });
   }

@@ -1,4 +1,4 @@
-import { decide, decideInOrder, emptyUsage, usageKey, type CheckCase, type EffectiveLimit, type GuardSettings, type StepEstimate, type UsageTotals } from './guard-decision';
+import { decide, decideInOrder, decideStep, emptyUsage, usageKey, type CheckCase, type EffectiveLimit, type GuardSettings, type StepEstimate, type UsageTotals } from './guard-decision';
 
 const limit = (over: Partial<EffectiveLimit> = {}): EffectiveLimit => ({ scope: 'resource', scopeKey: 'resource:r1', window: '7d', costUnit: 'USD', strategy: 'block', source: 'request', ...over });
 const usage = (over: Partial<UsageTotals> = {}) => new Map([[usageKey('resource:r1', '7d'), { ...emptyUsage(), ...over }]]);
@@ -156,5 +156,98 @@ describe('decideInOrder (a group commit)', () => {
     decideInOrder([reserving()], u, settings(), ctx);
     expect(u.get(usageKey('resource:r1', '1h'))!.reservedInputTokens).toBe(1000);
     expect(u.get(usageKey('resource:r1@1h', '1h'))!.reservedInputTokens).toBe(0);
+  });
+});
+
+describe('decideStep with onExceed (given a step that does not fit at its full size, when the caller can run it shorter, then …)', () => {
+  // gpt-4o at $2 / M input and $10 / M output: 1,000 input tokens are 2,000 micro-USD, each output token 10.
+  const priced = (outputTokens: number) => estimate({ inputTokens: 1000, rawInputTokens: 1000, outputTokens, costMicros: 2000 + outputTokens * 10, costAt: (k) => 2000 + k * 10 });
+  const step = priced(1000); // $0.012 at its full size
+  const spent = usage({ costByUnit: usd(0.02) });
+  const shrinkable = limit({ maxCostMicros: $(0.025), onExceed: 'shrink' });
+
+  it('given $0.02 spent of $0.025, then it is allowed with the most output tokens that fit: 299 (cost $0.02499 < $0.025)', () => {
+    const d = decideStep([shrinkable], spent, step, settings(), { minOutputTokens: 100 });
+    expect(d.decision.decision).toBe('allow');
+    expect(d.decision.violations).toEqual([]);
+    expect(d.adjust).toEqual({
+      maxOutputTokens: 299,
+      requestedMaxOutputTokens: 1000,
+      limitedBy: [{ scope: 'resource', scopeKey: 'resource:r1', window: '7d', limitType: 'cost', usage: 0.032, limit: 0.025, unit: 'USD', threshold: 'hard', source: 'request' }],
+    });
+    expect(d.estimate).toMatchObject({ outputTokens: 299, costMicros: 4990, inputTokens: 1000 });
+    // What the full step would have broken is reported as a warning, with why it was let run.
+    expect(d.decision.warnings).toEqual([expect.objectContaining({ limitType: 'cost', usage: 0.032, reason: 'the step was shrunk to 299 output tokens (of 1000) to fit' })]);
+  });
+
+  it('given a shrunk step, then one more output token would reach the limit (reached counts)', () => {
+    expect(decide([shrinkable], spent, priced(299), settings()).decision).toBe('allow');
+    expect(decide([shrinkable], spent, priced(300), settings()).decision).toBe('deny');
+  });
+
+  it('given the floor above what fits, then the full step is denied as before', () => {
+    const d = decideStep([shrinkable], spent, step, settings(), { minOutputTokens: 300 });
+    expect(d.decision.decision).toBe('deny');
+    expect(d.adjust).toBeUndefined();
+    expect(d.estimate).toBe(step);
+  });
+
+  it('given the floor exactly what fits, then that many', () => {
+    expect(decideStep([shrinkable], spent, step, settings(), { minOutputTokens: 299 }).adjust?.maxOutputTokens).toBe(299);
+  });
+
+  it('given a caller that cannot shrink (no floor sent), then a shrinkable limit still denies', () => {
+    expect(decideStep([shrinkable], spent, step, settings()).decision.decision).toBe('deny');
+  });
+
+  it("given a limit that must block (onExceed 'block', the default), then the step is denied although a shorter one would fit", () => {
+    const d = decideStep([limit({ maxCostMicros: $(0.025) })], spent, step, settings(), { minOutputTokens: 1 });
+    expect(d.decision.decision).toBe('deny');
+    expect(d.adjust).toBeUndefined();
+  });
+
+  it('given a blocking policy beside a shrinkable limit, then the policy decides only when it is the one broken', () => {
+    const policy = limit({ maxCostMicros: $(1), source: 'policy:monthly' }); // far from reached
+    expect(decideStep([shrinkable, policy], spent, step, settings(), { minOutputTokens: 1 }).adjust?.maxOutputTokens).toBe(299);
+    const tight = limit({ maxCostMicros: $(0.03), source: 'policy:tight' }); // the full step ($0.032) breaks it too
+    expect(decideStep([shrinkable, tight], spent, step, settings(), { minOutputTokens: 1 }).decision.decision).toBe('deny');
+  });
+
+  it('given an output-token limit, then it shrinks to stay under it too', () => {
+    const d = decideStep([limit({ maxOutputTokens: 5000, onExceed: 'shrink' })], usage({ outputTokens: 4500 }), step, settings(), { minOutputTokens: 1 });
+    expect(d.adjust?.maxOutputTokens).toBe(499);
+  });
+
+  it('given an input-token limit the prompt alone breaks, then no shorter answer helps: denied', () => {
+    const d = decideStep([limit({ maxInputTokens: 1000, onExceed: 'shrink' })], new Map(), step, settings(), { minOutputTokens: 1 });
+    expect(d.decision.decision).toBe('deny');
+  });
+
+  it('given an unpriced model (unpricedPolicy deny), then no shorter answer helps: denied', () => {
+    const unpriced = estimate({ outputTokens: 1000, costMicros: null, costUnit: null, priced: false, costAt: () => null });
+    expect(decideStep([shrinkable], spent, unpriced, settings(), { minOutputTokens: 1 }).decision.decision).toBe('deny');
+  });
+
+  it('given a step that fits, then it is left as asked', () => {
+    const d = decideStep([shrinkable], usage(), step, settings(), { minOutputTokens: 1 });
+    expect(d).toEqual({ decision: { decision: 'allow', violations: [], warnings: [] }, estimate: step });
+  });
+
+  it('given a group commit, then the shrunk step reserves its shrunk size and the next check sees it', () => {
+    const at = new Date('2026-12-01T12:00:00Z');
+    let n = 0;
+    const ctx = { at, reservationTtlMs: 60_000, newId: () => `id${++n}` };
+    const check = (stepId: string): CheckCase => ({ context: { resourceId: 'r1' }, limits: [shrinkable], estimate: step, shrink: { minOutputTokens: 50 }, reserve: true, audit: true, stepId, contextKeys: ['resource:r1'] });
+    const u = usage({ costByUnit: usd(0.01) });
+    const [first, second, third] = decideInOrder([check('s1'), check('s2'), check('s3')], u, settings(), ctx);
+    expect(first.adjust).toBeUndefined(); // $0.01 + $0.012 fits
+    expect(first.reservation).toMatchObject({ costMicros: 12_000, outputTokens: 1000 });
+    // 22,000 micro-USD held of 25,000: 2,000 + 10 k < 3,000, so k = 99.
+    expect(second.adjust?.maxOutputTokens).toBe(99);
+    expect(second.reservation).toMatchObject({ costMicros: 2990, outputTokens: 99, inputTokens: 1000 });
+    expect(second.events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
+    expect(third.decision.decision).toBe('deny'); // 10 micro-USD left: not even the prompt fits
+    expect(third.reservation).toBeUndefined();
+    expect(u.get(usageKey('resource:r1', '7d'))!.reservedCostByUnit.USD).toBe(12_000 + 2990);
   });
 });

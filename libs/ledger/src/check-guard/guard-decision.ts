@@ -1,4 +1,4 @@
-import { WINDOWS, type GuardContext, type GuardEstimateView, type GuardFinding, type LimitType, type Scope, type ScopeUsage, type Window } from '@tollgate/contracts';
+import { WINDOWS, type GuardAdjust, type GuardContext, type GuardEstimateView, type GuardFinding, type LimitType, type OnExceed, type Scope, type ScopeUsage, type Window } from '@tollgate/contracts';
 import { systemEventId, type SystemEvent } from '../events';
 import { convertMicros, type UnitRates } from './money';
 
@@ -16,6 +16,8 @@ export interface EffectiveLimit {
   maxOutputTokens?: number;
   warnAtPercent?: number;
   strategy: 'block' | 'warn';
+  /** A step this limit blocks may instead run with fewer output tokens, when the caller can (`shrink`). Default `block`. */
+  onExceed?: OnExceed;
   source: string;
 }
 
@@ -81,12 +83,25 @@ export interface StepEstimate {
   priced: boolean;
   priceId?: string;
   fallback?: 'project';
+  /**
+   * The same step's cost with `outputTokens` output tokens instead (same input, same price):
+   * what lets the guard shrink a step. Never above `costMicros` for fewer tokens.
+   */
+  costAt?: (outputTokens: number) => number | null;
 }
 
 export interface Decision {
   decision: 'allow' | 'deny';
   violations: GuardFinding[];
   warnings: GuardFinding[];
+}
+
+/** A step shrunk to fit: its decision, the estimate held, and the adjustment the caller applies. */
+export interface StepDecision {
+  decision: Decision;
+  /** The estimate decided on and held: the request's, or the shrunk one. */
+  estimate?: StepEstimate;
+  adjust?: GuardAdjust;
 }
 
 export const usageKey = (scopeKey: string, window: Window | null) => (window ? `${scopeKey}@${window}` : scopeKey);
@@ -145,6 +160,48 @@ export function decide(limits: readonly EffectiveLimit[], usage: ReadonlyMap<str
 }
 
 /**
+ * `decide`, and when the step does not fit but its caller can run it shorter (`shrink`, with a
+ * floor of `minOutputTokens`), the most output tokens that fit every limit: an `allow` whose
+ * estimate (the one to reserve) has that many output tokens. A step is never shrunk past a limit
+ * that must block (`onExceed: 'block'`, the default), nor when a shorter answer fits no better
+ * (an input-token limit, an unpriced model): those answers stay the full step's deny.
+ */
+export function decideStep(
+  limits: readonly EffectiveLimit[],
+  usage: ReadonlyMap<string, UsageTotals>,
+  estimate: StepEstimate | undefined,
+  settings: GuardSettings,
+  shrink?: { minOutputTokens: number },
+): StepDecision {
+  const full = decide(limits, usage, estimate, settings);
+  if (full.decision === 'allow' || !shrink || !estimate?.costAt || estimate.outputTokens <= shrink.minOutputTokens) return { decision: full, estimate };
+  const hardStops = limits.filter((l) => l.strategy === 'block' && l.onExceed !== 'shrink');
+  if (hardStops.length && decide(hardStops, usage, estimate, settings).decision === 'deny') return { decision: full, estimate };
+  const costAt = estimate.costAt;
+  const withOutput = (outputTokens: number): StepEstimate => ({ ...estimate, outputTokens, costMicros: costAt(outputTokens) });
+  const fits = (outputTokens: number) => decide(limits, usage, withOutput(outputTokens), settings).decision === 'allow';
+  // Usage only grows with output tokens, so the ones that fit are a prefix: bisect for its end.
+  let lo = shrink.minOutputTokens;
+  if (!fits(lo)) return { decision: full, estimate };
+  let hi = estimate.outputTokens - 1;
+  while (lo < hi) {
+    const mid = lo + Math.ceil((hi - lo) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  const shrunk = withOutput(lo);
+  const decision = decide(limits, usage, shrunk, settings);
+  // What the full step would have broken is reported (and audited) as warnings, as a warn policy's limit is.
+  const reason = `the step was shrunk to ${lo} output tokens (of ${estimate.outputTokens}) to fit`;
+  decision.warnings.push(...full.violations.map((v) => ({ ...v, reason })));
+  return {
+    decision,
+    estimate: shrunk,
+    adjust: { maxOutputTokens: lo, requestedMaxOutputTokens: estimate.outputTokens, limitedBy: full.violations },
+  };
+}
+
+/**
  * A scope's cost in one unit: recorded and reserved money converted with the project's rates,
  * unpriced usage at the fallback rate, and the step's estimate. What cannot be converted is
  * returned apart; what cannot be priced at all blocks (unless the project counts tokens only).
@@ -200,6 +257,8 @@ export interface CheckCase {
   context: GuardContext;
   limits: readonly EffectiveLimit[];
   estimate?: StepEstimate;
+  /** The caller can run the step with fewer output tokens, down to this floor, rather than be denied. */
+  shrink?: { minOutputTokens: number };
   reserve: boolean;
   audit: boolean;
   stepId?: string;
@@ -211,6 +270,9 @@ export interface CheckOutcome {
   /** The usage this check was decided on (the reservations of those before it included). */
   usage: Map<string, UsageTotals>;
   reservation?: NewReservation;
+  /** The estimate decided on (and reserved): the shrunk one when `adjust` is set. */
+  estimate?: StepEstimate;
+  adjust?: GuardAdjust;
   events: SystemEvent[];
 }
 
@@ -227,7 +289,7 @@ export interface DecisionContext {
  */
 export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, UsageTotals>, settings: GuardSettings, ctx: DecisionContext): CheckOutcome[] {
   return cases.map((c) => {
-    const decision = decide(c.limits, usage, c.estimate, settings);
+    const { decision, estimate, adjust } = decideStep(c.limits, usage, c.estimate, settings, c.shrink);
     const seen = new Map<string, UsageTotals>();
     for (const l of c.limits) {
       const k = usageKey(l.scopeKey, l.window);
@@ -235,8 +297,8 @@ export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, Us
     }
     const events: SystemEvent[] = [];
     let reservation: NewReservation | undefined;
-    if (c.reserve && c.estimate && c.stepId && decision.decision === 'allow') {
-      reservation = reservationOf(c, c.estimate, c.stepId, ctx);
+    if (c.reserve && estimate && c.stepId && decision.decision === 'allow') {
+      reservation = reservationOf(c, estimate, c.stepId, ctx);
       hold(usage, reservation);
       events.push({
         type: 'BudgetReserved',
@@ -251,7 +313,7 @@ export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, Us
           costUnit: reservation.costUnit || null,
           inputTokens: reservation.inputTokens,
           outputTokens: reservation.outputTokens,
-          inputTokensMargin: c.estimate.margin,
+          inputTokensMargin: estimate.margin,
           expiresAt: reservation.expiresAt.toISOString(),
         },
       });
@@ -265,7 +327,7 @@ export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, Us
         data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: c.stepId ?? null },
       });
     }
-    return { decision, usage: seen, reservation, events };
+    return { decision, usage: seen, reservation, estimate, ...(adjust ? { adjust } : {}), events };
   });
 }
 

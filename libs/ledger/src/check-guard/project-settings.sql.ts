@@ -12,6 +12,8 @@ export interface StoredPolicy {
   max_output_tokens: number | null;
   warn_at_percent: number | null;
   strategy: 'block' | 'warn';
+  /** null: as the request says. */
+  on_exceed?: 'block' | 'shrink' | null;
   entity_name: string | null;
   cost_unit: string | null;
   /** Alert thresholds, percent of the limits (null or empty: none). */

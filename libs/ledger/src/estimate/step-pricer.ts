@@ -26,11 +26,20 @@ export class StepPricer {
     const margin = await this.marginFor(projectId, e.provider, e.model);
     const inputTokens = heldInputTokens(e.inputTokens, margin);
     const base = { provider: e.provider, model: e.model, rawInputTokens: e.inputTokens, inputTokens, outputTokens: e.maxOutputTokens, margin };
-    const cost = priceStep({ provider: e.provider, model: e.model, usage: { inputTokens, outputTokens: e.maxOutputTokens } }, now, settings.overrides);
-    if (cost.priced) return { ...base, costMicros: Number(cost.costMicros), costUnit: cost.currency, priced: true, ...(cost.priceId ? { priceId: cost.priceId } : {}) };
+    const priced = (outputTokens: number) => priceStep({ provider: e.provider, model: e.model, usage: { inputTokens, outputTokens } }, now, settings.overrides);
+    const cost = priced(e.maxOutputTokens);
+    if (cost.priced) {
+      // The same price for fewer output tokens, when the guard shrinks the step (the currency cannot change).
+      const costAt = (outputTokens: number) => {
+        const c = priced(outputTokens);
+        return c.priced && c.currency === cost.currency ? Number(c.costMicros) : null;
+      };
+      return { ...base, costMicros: Number(cost.costMicros), costUnit: cost.currency, priced: true, ...(cost.priceId ? { priceId: cost.priceId } : {}), costAt };
+    }
     if (settings.unpricedPolicy === 'fallback' && settings.fallback) {
       const f = settings.fallback;
-      return { ...base, costMicros: Math.ceil(inputTokens * f.inputPerMillion + e.maxOutputTokens * f.outputPerMillion), costUnit: f.currency, priced: false, fallback: 'project' };
+      const costAt = (outputTokens: number) => Math.ceil(inputTokens * f.inputPerMillion + outputTokens * f.outputPerMillion);
+      return { ...base, costMicros: costAt(e.maxOutputTokens), costUnit: f.currency, priced: false, fallback: 'project', costAt };
     }
     return { ...base, costMicros: null, costUnit: null, priced: false };
   }
