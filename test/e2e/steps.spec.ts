@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { startService, type RunningService } from '../support/service';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { TEST_ADMIN_TOKEN } from '../support/env';
+import { latencyResponse, runResponse, stepsResponse } from '../../libs/ledger/src/read-steps/steps.schemas';
 
 /** GET /v1/steps, /v1/steps/latency and /v1/runs/:traceId over HTTP: scopes, paging, and a 400 naming each bad field. */
 let service: RunningService;
@@ -70,4 +71,22 @@ test('the latency and run routes name their bad fields too', async () => {
   expect((await get('/v1/steps/latency?limit=101')).body).toMatchObject({ field: 'limit', message: 'limit must be at most 100' });
   expect((await get(`/v1/runs/${traceId}?limit=1001`)).body).toMatchObject({ field: 'limit', message: 'limit must be at most 1000' });
   expect((await get(`/v1/runs/${'x'.repeat(257)}`)).body).toMatchObject({ field: 'traceId' });
+});
+
+test('the OpenAPI document describes every field the routes answer (the schemas strip nothing from real answers)', async () => {
+  const reserved = await call(service.url, 'POST', '/v1/guard/check', {
+    token: project.key,
+    body: { context: { traceId }, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, maxOutputTokens: 10 }, reserve: true, stepId: `step-${randomUUID()}`, limits: [{ scope: 'run', maxCost: 100 }] },
+  });
+  await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [stepEvent({ traceId, reservationId: reserved.body.reservation.id, usage: { inputTokens: 10, outputTokens: 10, cacheReadTokens: 2, reasoningTokens: 1 } })] } });
+  const steps = (await get('/v1/steps?limit=10')).body;
+  expect(steps.steps.some((s: any) => s.reservation)).toBe(true);
+  expect(stepsResponse.parse(steps)).toEqual(steps);
+  const run = (await get(`/v1/runs/${traceId}`)).body;
+  expect(run.guard.length).toBeGreaterThan(0);
+  expect(runResponse.parse(run)).toEqual(run);
+  const latency = (await get('/v1/steps/latency')).body;
+  expect(latencyResponse.parse(latency)).toEqual(latency);
+  const doc = (await call(service.url, 'GET', '/docs/json')).body;
+  for (const path of ['/v1/steps', '/v1/steps/latency', '/v1/runs/{traceId}']) expect(doc.paths[path].get.responses['200'].content['application/json'].schema).toBeDefined();
 });

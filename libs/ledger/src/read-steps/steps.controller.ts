@@ -4,6 +4,7 @@ import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { readLatency, readRun, readSteps, type StepCursor, type StepFilter } from './read-steps.sql';
+import { latencyResponse, runResponse, stepsResponse } from './steps.schemas';
 
 /** The cursor is opaque to clients: base64url of `<occurredAt epoch ms>.<log position>`. */
 export const encodeCursor = (c: StepCursor) => Buffer.from(`${c.occurredAt.getTime()}.${c.position}`).toString('base64url');
@@ -66,6 +67,7 @@ export class StepsController {
     tag: 'events',
     auth: 'read',
     query: stepsQuery,
+    response: stepsResponse,
     responseDescription: '{ steps, nextCursor }: pass nextCursor as cursor for the next page; null on the last one',
   })
   async steps(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(stepsQuery)) q: z.infer<typeof stepsQuery>) {
@@ -80,6 +82,7 @@ export class StepsController {
     tag: 'events',
     auth: 'read',
     query: latencyQuery,
+    response: latencyResponse,
   })
   async latency(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(latencyQuery)) q: z.infer<typeof latencyQuery>) {
     return { models: await readLatency(this.prisma.sql, principal.projectId, filterOf(q), q.limit) };
@@ -92,6 +95,7 @@ export class StepsController {
     tag: 'events',
     auth: 'read',
     query: runQuery,
+    response: runResponse,
   })
   async run(@CurrentPrincipal() principal: Principal, @Param('traceId', new ZodPipe(idSchema, 'traceId')) traceId: string, @Query(new ZodPipe(runQuery)) q: z.infer<typeof runQuery>) {
     return { traceId, ...(await readRun(this.prisma.sql, principal.projectId, traceId, q.limit)) };
