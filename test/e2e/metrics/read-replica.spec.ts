@@ -4,9 +4,9 @@ import { call, createProject, stepEvent } from '../../support/http';
 import { startService, type RunningService } from '../../support/service';
 
 /**
- * DATABASE_READ_URL: metric queries on their own pool. A real replica cannot be created on this
- * machine, so the "replica" is the same database through a second URL: this proves the wiring
- * (queries go through the read pool, answers stay exact), not replication lag.
+ * DATABASE_READ_URL: metric queries on their own pool. Here the "replica" is the same database
+ * through a second URL: this proves the wiring (queries go through the read pool, answers stay
+ * exact); replication lag and a replica going away are `npm run test:replica`'s (test/replica).
  */
 describe('metric queries on DATABASE_READ_URL', () => {
   const TOTALS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];

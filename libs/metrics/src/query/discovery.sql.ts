@@ -1,6 +1,6 @@
 import { METRICS, METRIC_EVENT_TYPE } from '../metric-names';
 import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
-import type { QueryAnswer } from './metric-query.sql';
+import { LAG_CTE_SQL, type QueryAnswer } from './metric-query.sql';
 
 /**
  * The project's events the projector has not reached (all of them when it never ran): discovery
@@ -13,7 +13,7 @@ const LAG_CTES = `cp AS (SELECT tx, position FROM projection_checkpoints WHERE n
      WHERE project_id = $1
        AND (tx, position) > (COALESCE((SELECT tx FROM cp), '0'::xid8), COALESCE((SELECT position FROM cp), 0))
   ),
-  lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail)`;
+  ${LAG_CTE_SQL}`;
 
 const produced = (ids: number[]) => {
   const rows = ids.map((id) => {

@@ -6,6 +6,16 @@ import { coverRange, type Range, type RollupSegment } from './time-cover';
 /** Beyond this many unprojected events, a query reads everything from the log instead. */
 export const TAIL_LIMIT = 10_000;
 
+/**
+ * How far a streaming replica's replay is behind (0 on the primary, and on a replica that has
+ * replayed all it received): the age of the last transaction it replayed. An answer read there
+ * misses what it has not replayed, so the lag an answer reports (`ms`) is at least this.
+ */
+export const REPLAY_LAG_MS_SQL = `COALESCE(CASE WHEN pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()
+  THEN extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000 END, 0)`;
+/** The lag CTE over a `tail` of unprojected events: their count, and the larger of their age and the replica's replay lag. */
+export const LAG_CTE_SQL = `lag AS (SELECT count(*)::int AS n, GREATEST(COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0), ${REPLAY_LAG_MS_SQL})::float8 AS ms FROM tail)`;
+
 /** One group of the answer: the measures of every matching record of the group. */
 export interface AggregatedRow {
   /** Bucket start in epoch ms (series only). */
@@ -167,7 +177,7 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
     SELECT * FROM events WHERE project_id = ${p.add(q.projectId)} AND (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
      ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
   ),
-  lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
+  ${LAG_CTE_SQL},
   parts AS (${parts.join('\n UNION ALL \n')}),
   agg AS (SELECT ${[...keys, ...measures].join(', ')} FROM parts ${keys.length ? `GROUP BY ${keys.join(', ')}` : ''})
   SELECT (SELECT COALESCE(json_agg(agg), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
@@ -265,7 +275,7 @@ export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: 
     SELECT recorded_at FROM events WHERE project_id = ${p.add(q.projectId)} AND (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
      ORDER BY tx, position LIMIT ${TAIL_LIMIT + 1}
   ),
-  lag AS (SELECT count(*)::int AS n, COALESCE(extract(epoch FROM clock_timestamp() - min(recorded_at)) * 1000, 0)::float8 AS ms FROM tail),
+  ${LAG_CTE_SQL},
   parts AS (${part}),
   agg AS (SELECT ts, ${picks.join(', ')} FROM parts GROUP BY ts)
   SELECT (SELECT COALESCE(json_agg(agg ORDER BY ts), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
