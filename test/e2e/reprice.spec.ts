@@ -201,6 +201,50 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     expect((await reprice(p, range)).body.repriced).toBe(0);
   });
 
+  it('metric answers see a correction before the projector does: in the unprojected tail and at sub-minute edges read from the log', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const aggregate = (p: TestProject, timestamp?: { start: string; end: string }) =>
+      api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'sum', filters: { resourceId, ...(timestamp ? { timestamp } : {}) } });
+    const breakdown = (p: TestProject) => api(p, 'POST', '/api/observability/metrics/breakdown', { name: TOTALS, groupBy: ['costUnit'], aggregation: 'sum', filters: { resourceId } });
+    const counted = (p: TestProject) => api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'count', filters: { resourceId } });
+    // Seconds around the step: both edges inside one minute, so the whole range is read from the log.
+    const edges = { start: new Date(at - 5000).toISOString(), end: new Date(at + 5000).toISOString() };
+    const priced = { value: 1200, estimatedCost: 0.006, costUnit: 'USD' };
+    const expectRepriced = async (p: TestProject) => {
+      expect((await aggregate(p)).body).toMatchObject(priced);
+      expect((await aggregate(p, edges)).body).toMatchObject(priced);
+      expect((await counted(p)).body).toMatchObject({ value: 2 });
+      expect((await breakdown(p)).body.groups).toEqual([{ dimensions: { costUnit: 'USD' }, value: 1200, estimatedCost: 0.006, costUnit: 'USD', unpricedSteps: 0, unpricedTokens: 0 }]);
+    };
+    const priceTwice = async (p: TestProject) => {
+      const effectiveFrom = new Date(at - HOUR).toISOString();
+      await putPrice(p, { effectiveFrom, ...RATES });
+      expect((await reprice(p, range)).body.repriced).toBe(1);
+      // A correction of the correction: 2800 input + 3200 output.
+      await putPrice(p, { effectiveFrom, inputPerMillion: 4, outputPerMillion: 16, cacheReadPerMillion: 1 });
+      expect((await reprice(p, range)).body.repriced).toBe(1);
+    };
+
+    // The step was projected unpriced; its corrections are in the tail.
+    const projected = await createProject(svc.url);
+    await ingest(projected, [stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE })]);
+    await catchUp();
+    expect((await breakdown(projected)).body.groups).toEqual([{ dimensions: { costUnit: null }, value: 1200, estimatedCost: null, costUnit: null, unpricedSteps: 1, unpricedTokens: 1200 }]);
+    await priceTwice(projected);
+    await expectRepriced(projected);
+
+    // The step and its corrections all in the tail.
+    const unprojected = await createProject(svc.url);
+    await ingest(unprojected, [stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE })]);
+    await priceTwice(unprojected);
+    await expectRepriced(unprojected);
+
+    // And the same once the projector has run.
+    await catchUp();
+    await expectRepriced(projected);
+    await expectRepriced(unprojected);
+  });
+
   it('never reprices a provider-reported cost, and keeps to the provider and model asked for', async () => {
     const p = await createProject(svc.url);
     const resourceId = `r-${randomUUID()}`;

@@ -1,4 +1,5 @@
 import { METRIC_BY_ID, METRIC_EVENT_TYPE } from '../metric-names';
+import { REPRICED_EVENT_TYPE } from '../projection/rollup-batch';
 import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
 import type { Cube, FieldRef, MetricQuery } from './metric-query';
 import { coverRange, type Range, type RollupSegment } from './time-cover';
@@ -60,19 +61,36 @@ function rangeSql(col: string, r: Range, p: Params): string {
 
 const orSql = (parts: string[]) => (parts.length ? `(${parts.join(' OR ')})` : 'FALSE');
 
-/** The metric records of events aliased `e`: one row per produced metric, as `m(name_id, value, cost, always)`. */
+/** The metric records of events aliased `e`, priced as `c`: one row per produced metric, as `m(name_id, value, cost, always)`. */
 function unpivot(metricIds: number[]): string {
   const rows = metricIds.map((id) => {
     const m = METRIC_BY_ID.get(id)!;
-    return `(${id}, ${m.sql}, ${m.cost ? `e.${m.cost}` : 'NULL::bigint'}, ${m.always})`;
+    return `(${id}, ${m.sql}, ${m.cost ? `c.${m.cost}` : 'NULL::bigint'}, ${m.always})`;
   });
   return `CROSS JOIN LATERAL (VALUES ${rows.join(', ')}) AS m(name_id, value, cost, always)`;
+}
+
+/**
+ * The weighted costs of a log row aliased `e`, as `c(w, unit, input_cost_micros, output_cost_micros)`:
+ * a step counts once at its cost; a correction (StepRepriced) takes its step out at its old cost
+ * (−1) and puts it back at its new one (+1) — as the projector folds it into the rollups, so an
+ * answer read from the log agrees with one read from the rollups, before and after they cover it.
+ */
+function weights(corrections: boolean): string {
+  const step = 'SELECT 1 AS w, e.cost_unit AS unit, e.input_cost_micros, e.output_cost_micros';
+  if (!corrections) return `CROSS JOIN LATERAL (${step}) AS c`;
+  return `CROSS JOIN LATERAL (${step}
+    UNION ALL
+    SELECT -1, e.data -> 'old' ->> 'costUnit', (e.data -> 'old' ->> 'inputCostMicros')::bigint, (e.data -> 'old' ->> 'outputCostMicros')::bigint
+     WHERE e.type = '${REPRICED_EVENT_TYPE}') AS c`;
 }
 
 /** SQL for a field's value as text, on a rollup row (r + dimensions d) or on a raw record (e + m). */
 function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params, joined = true): string {
   // Rows of the project cubes carry their cost unit: no join needed for it.
   if (side === 'rollup' && !joined && ref.column === 'cost_unit') return 'r.cost_unit';
+  // A raw record's cost unit is its weighted cost's: a correction's retraction is in the old unit.
+  if (side === 'raw' && ref.column === 'cost_unit') return 'c.unit';
   switch (ref.location) {
     case 'name':
       return side === 'rollup' ? 'r.name::text' : 'm.name_id::text';
@@ -131,19 +149,28 @@ function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Pa
      ${filterSql(q, 'rollup', p, join).map((w) => `AND ${w}`).join(' ')}`;
 }
 
-function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params): string {
+/**
+ * The metric records of log rows. `step` identifies the step a row counts (a correction's is its
+ * step's position), `cnt` is its weight; with `corrections`, StepRepriced rows move their step's
+ * cost (see weights). Percentiles read steps only: a correction changes no token or duration.
+ */
+function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params, corrections = true): string {
+  const isStep = `e.type = '${METRIC_EVENT_TYPE}'`;
   const cols = [
     ...(q.bucketMs ? [`${bucketSql('e.occurred_at', q)} AS ts`] : []),
     ...q.groups.map((g, i) => `${fieldSql(g, 'raw', p)} AS g${i}`),
     `${q.distinct ? fieldSql(q.distinct, 'raw', p) : 'NULL::text'} AS dv`,
-    '1::bigint AS cnt', 'm.value AS sum', 'm.value::float8 AS mn', 'm.value::float8 AS mx',
-    'COALESCE(m.cost, 0) AS cost', '(m.cost IS NOT NULL)::int::bigint AS cost_n', 'e.cost_unit AS unit',
-    'm.name_id::int AS name_id', 'e.position AS step',
-    ...(q.last ? ['e.occurred_at AS occ', 'e.position AS pos'] : []),
+    'c.w::bigint AS cnt', 'c.w * m.value AS sum', 'm.value::float8 AS mn', 'm.value::float8 AS mx',
+    'c.w * COALESCE(m.cost, 0) AS cost', 'c.w * (m.cost IS NOT NULL)::int::bigint AS cost_n', 'c.unit AS unit',
+    'm.name_id::int AS name_id',
+    corrections ? `CASE WHEN ${isStep} THEN e.position ELSE (e.data ->> 'stepPosition')::bigint END AS step` : 'e.position AS step',
+    // The latest record is a step's: a correction repeats its step's values.
+    ...(q.last ? [`CASE WHEN ${isStep} THEN e.occurred_at END AS occ`, 'e.position AS pos'] : []),
   ];
+  const types = corrections ? `e.type IN ('${METRIC_EVENT_TYPE}', '${REPRICED_EVENT_TYPE}')` : isStep;
   return `SELECT ${cols.join(', ')}
-    FROM ${source} e ${unpivot(q.metricIds)}
-   WHERE e.project_id = ${p.add(q.projectId)} AND e.type = '${METRIC_EVENT_TYPE}'
+    FROM ${source} e ${weights(corrections)} ${unpivot(q.metricIds)}
+   WHERE e.project_id = ${p.add(q.projectId)} AND ${types}
      AND m.value IS NOT NULL AND (m.always OR m.value > 0) AND ${timeSql}
      ${filterSql(q, 'raw', p).map((w) => `AND ${w}`).join(' ')}`;
 }
@@ -167,9 +194,9 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
   const keys = [...(q.bucketMs ? ['ts'] : []), ...q.groups.map((_, i) => `g${i}`)];
   const measures = [
     'sum(cnt)::float8 AS cnt', 'sum(sum)::float8 AS sum', 'min(mn) AS mn', 'max(mx) AS mx', 'count(DISTINCT dv)::int AS distinct_n',
-    'sum(cost) FILTER (WHERE cost_n > 0)::float8 AS cost',
-    'array_remove(array_agg(DISTINCT unit) FILTER (WHERE cost_n > 0), NULL) AS units',
-    ...(q.last ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC))[1]::float8 AS last'] : []),
+    '(CASE WHEN sum(cost_n) > 0 THEN sum(cost) END)::float8 AS cost',
+    'array_remove(array_agg(DISTINCT unit) FILTER (WHERE unit_n > 0), NULL) AS units',
+    ...(q.last ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC) FILTER (WHERE occ IS NOT NULL))[1]::float8 AS last'] : []),
     ...unpricedMeasures(q),
   ];
   return `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
@@ -179,25 +206,32 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
   ),
   ${LAG_CTE_SQL},
   parts AS (${parts.join('\n UNION ALL \n')}),
-  agg AS (SELECT ${[...keys, ...measures].join(', ')} FROM parts ${keys.length ? `GROUP BY ${keys.join(', ')}` : ''})
+  -- What corrections leave of each cost unit in a group, and of each step's unpriced records.
+  netted AS (
+    SELECT *, sum(cost_n) OVER (PARTITION BY ${[...keys, 'unit'].join(', ')}) AS unit_n,
+           sum(cnt) FILTER (WHERE unit IS NULL) OVER (PARTITION BY step, name_id) AS un_n
+      FROM parts
+  ),
+  agg AS (SELECT ${[...keys, ...measures].join(', ')} FROM netted ${keys.length ? `GROUP BY ${keys.join(', ')}` : ''})
   SELECT (SELECT COALESCE(json_agg(agg), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
 }
 
 const TOKEN_METRIC_IDS = [...METRIC_BY_ID.values()].filter((m) => m.name.endsWith('_tokens')).map((m) => m.id);
 
 /**
- * Unpriced steps and tokens of a group. The log's rows are steps themselves: counted distinct. A
- * rollup row counts records, not steps; every step has one record of each metric it produces, so
- * the most unpriced records of any one metric is the number of unpriced steps when the group's
- * metrics include a token total (every step produces both) or are a single metric — rollupLevels
- * reads the log for the other queries. Rollup rows and log rows never hold the same event.
+ * Unpriced steps and tokens of a group; records are weighted (a correction retracts its step's old
+ * records), so sums net out. Every step has one record of each metric it produces, so the most
+ * unpriced records of any one metric is the number of unpriced steps when the group's metrics
+ * include a token total (every step produces both) or are a single metric — the only queries
+ * rollupLevels answers from rollups. The others are read from the log alone, whose rows name
+ * their step: there, the steps whose unpriced records do not net out are counted distinct.
  */
 function unpricedMeasures(q: MetricQuery): string[] {
   const tokenIds = q.metricIds.filter((id) => TOKEN_METRIC_IDS.includes(id));
   return [
     `COALESCE(sum(sum) FILTER (WHERE unit IS NULL AND name_id IN (${tokenIds.length ? tokenIds.join(', ') : 'NULL'})), 0)::float8 AS un_tokens`,
-    'count(DISTINCT step) FILTER (WHERE unit IS NULL)::int AS un_log_steps',
-    ...q.metricIds.map((id) => `COALESCE(sum(cnt) FILTER (WHERE unit IS NULL AND step IS NULL AND name_id = ${id}), 0)::float8 AS un_${id}`),
+    'count(DISTINCT step) FILTER (WHERE unit IS NULL AND step IS NOT NULL AND un_n > 0)::int AS un_log_steps',
+    ...q.metricIds.map((id) => `COALESCE(sum(cnt) FILTER (WHERE unit IS NULL AND name_id = ${id}), 0)::float8 AS un_${id}`),
   ];
 }
 
@@ -225,9 +259,10 @@ interface RawAgg {
 export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan: { cube: Cube; levels: ('d' | 'h' | 'm')[] }): Promise<QueryAnswer<AggregatedRow>> {
   const run = async (levels: ('d' | 'h' | 'm')[]) => {
     const p = new Params();
-    const sql = statementSql(q, { cube: rollupPlan.cube, levels: coverRange(q.range, levels) }, p);
+    const cover = coverRange(q.range, levels);
+    const sql = statementSql(q, { cube: rollupPlan.cube, levels: cover }, p);
     const [row] = await db.$queryRawUnsafe<{ rows: RawAgg[]; lag_events: number; lag_ms: number }[]>(sql, ...p.values);
-    return row;
+    return { ...row, fromRollups: cover.rollups.length > 0 };
   };
   let result = await run(rollupPlan.levels);
   let lagEvents = result.lag_events;
@@ -251,7 +286,7 @@ export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan
       last: r.last ?? null,
       costMicros: r.cost,
       costUnits: r.units ?? [],
-      unpricedSteps: r.un_log_steps + Math.max(0, ...q.metricIds.map((id) => r[`un_${id}`])),
+      unpricedSteps: result.fromRollups ? Math.max(0, ...q.metricIds.map((id) => r[`un_${id}`])) : r.un_log_steps,
       unpricedTokens: r.un_tokens,
     }));
   return { rows, lag: { events: lagEvents, ms: Math.max(0, Math.round(result.lag_ms)) } };
@@ -268,7 +303,7 @@ async function countUnprojected(db: SqlClient, projectId: string): Promise<numbe
 /** Percentile values per bucket (from the log: rollups cannot hold distributions). */
 export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: number[]): Promise<QueryAnswer<{ ts: number; values: number[] }>> {
   const p = new Params();
-  const part = rawPart({ ...q, groups: [], distinct: undefined, last: false }, 'events', rangeSql('e.occurred_at', q.range, p), p);
+  const part = rawPart({ ...q, groups: [], distinct: undefined, last: false }, 'events', rangeSql('e.occurred_at', q.range, p), p, false);
   const picks = percentiles.map((pc, i) => `(array_agg(sum ORDER BY sum))[least(floor(${p.add(pc)}::float8 * count(*))::int, count(*)::int - 1) + 1]::float8 AS p${i}`);
   const sql = `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
