@@ -1,0 +1,71 @@
+import { applyMigrations, ensureDatabase, EventPartitions, migrationsDir, PrismaService } from '@tollgate/database';
+import { Client } from 'pg';
+import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { readScopeUsage } from './read-scope-usage.sql';
+
+/**
+ * The guard reads the log's raw edges of a window on every check. The events the guard itself
+ * writes (a BudgetReserved and a GuardDecided per reserving check) pile up in the current hour of
+ * the hot scope: a read that scans them slows every check down as traffic goes on. Its own
+ * database, so that its statistics are those of one hot resource, as in a bench or a busy agent.
+ */
+describe('the guard usage read (real PostgreSQL, generic plans as the pool makes them)', () => {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `${url.pathname}_plan`;
+  let prisma: PrismaService;
+
+  beforeAll(async () => {
+    const admin = new Client({ connectionString: TEST_DATABASE_URL });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
+    await admin.end();
+    await ensureDatabase(url.toString());
+    await applyMigrations(url.toString(), migrationsDir());
+    prisma = new PrismaService(url.toString(), 2);
+    await new EventPartitions(prisma).ensureAhead(new Date(), 1);
+  }, 60_000);
+  afterAll(async () => {
+    await prisma.onModuleDestroy();
+    const admin = new Client({ connectionString: TEST_DATABASE_URL });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('touches only the steps it counts, however many guard events the hot scope has in the hour', async () => {
+    await prisma.pool.query(`SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now(), interval '1 month') AS d`);
+    // A year of steps of one resource, analysed; then a burst of guard traffic on it this hour.
+    await prisma.pool.query(
+      `INSERT INTO events (project_id, event_id, type, occurred_at, resource_id, input_tokens, output_tokens, cost_micros, cost_unit)
+       SELECT 'p1', 'step-' || i, 'StepUsageRecorded', now() - (i * interval '1 second') * 1500, 'r1', 1000, 100, 3000, 'USD'
+         FROM generate_series(1, 20000) AS i`,
+    );
+    await prisma.pool.query('ANALYZE events');
+    await prisma.pool.query(
+      `INSERT INTO events (project_id, event_id, type, occurred_at, resource_id, data)
+       SELECT 'p1', 'guard-' || i, CASE WHEN i % 2 = 0 THEN 'BudgetReserved' ELSE 'GuardDecided' END, now() - (i % 600) * interval '1 second', 'r1', '{}'::jsonb
+         FROM generate_series(1, 20000) AS i`,
+    );
+
+    const plans: unknown[] = [];
+    const explaining = {
+      query: async (text: string, ...params: unknown[]) => {
+        const { rows } = await prisma.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+        plans.push(rows[0]['QUERY PLAN']);
+        return [];
+      },
+    };
+    await readScopeUsage(explaining as never, 'p1', [{ scope: 'resource', scopeId: 'r1', window: '365d' }], new Date());
+
+    const removed = (node: any): number =>
+      (String(node['Relation Name'] ?? '').startsWith('events') ? (node['Rows Removed by Filter'] ?? 0) * (node['Actual Loops'] ?? 1) : 0) +
+      (node.Plans ?? []).reduce((n: number, child: unknown) => n + removed(child), 0);
+    expect(plans).toHaveLength(1);
+    // The edges hold ~3 steps; the 20,000 guard events of the hour are never read.
+    expect(removed((plans[0] as any)[0].Plan)).toBeLessThan(100);
+    // And the numbers are the log's.
+    const usage = await readScopeUsage(prisma.sql, 'p1', [{ scope: 'resource', scopeId: 'r1', window: '1h' }], new Date());
+    const [row] = (await prisma.pool.query(`SELECT count(*)::int AS n FROM events WHERE type = 'StepUsageRecorded' AND occurred_at > now() - interval '1 hour'`)).rows;
+    expect([...usage.values()][0]).toMatchObject({ inputTokens: 1000 * row.n, outputTokens: 100 * row.n, costByUnit: { USD: 3000 * row.n } });
+  }, 60_000);
+});
