@@ -1,12 +1,12 @@
 export { PrismaService } from './prisma.service';
 export { ensureDatabase, applyMigrations, migrationsDir } from './migrate';
-export { EventPartitions, monthOf } from './partitions';
-export { EventRetention, listEventPartitions, retentionCutoff } from './retention';
-export type { EventPartition, RetentionResult } from './retention';
+export { EventPartitions } from './partitions';
+export { EventRetention, listEventPartitions } from './retention';
+export type { RetentionResult } from './retention';
 export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader';
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
-export { EVENT_COLUMNS, EVENT_SELECT } from './event-columns';
-export { poolSql, inTransaction, sqlLiteral, inlineParams } from './sql';
+export { EVENT_SELECT } from './event-columns';
+export { inTransaction, sqlLiteral, inlineParams } from './sql';
 export type { Sql, TxSql } from './sql';
 export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';

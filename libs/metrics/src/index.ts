@@ -14,10 +14,7 @@
  */
 export { MetricsModule, MetricsHttpModule } from './metrics.module';
 export { MetricsProjector } from './projection/metrics-projector';
-export type { CatchUpOptions, CatchUpResult } from './projection/metrics-projector';
 export { CATCH_UP_JOB } from './projection/wake-projector';
 export { ROLLUP_PROJECTION } from './projection/rollup-store.sql';
-export { MetricQueries } from './query/metric-queries';
 export { MetricsReadDb } from './query/metrics-read-db';
-export { METRICS, METRIC_NAMES, metricRecordsOf } from './metric-names';
 export * from './mastra-contract';

@@ -1,4 +1,3 @@
 export * from './metrics';
 export { ScrapeHooks } from './scrape-hooks';
-export type { ScrapeHook } from './scrape-hooks';
 export { ObservabilityModule, ObservabilityHttpModule } from './observability.module';
