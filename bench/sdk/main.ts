@@ -5,9 +5,12 @@
  *    and heap bytes per buffered event against the event object itself kept in an array.
  * 2. End to end: events/s from this process into the real API (a child process on PostgreSQL),
  *    against raw `fetch` posting the same batches (500 events, 2 in flight) in the same run.
+ * 3. Per call: the latency of one `guard.check` (the call on the path of every LLM step) and of one
+ *    discovery GET, through the client's default keep-alive pool against the same client on the
+ *    runtime's `fetch` (what it used before), interleaved rounds in the same run.
  *
  * Env: BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/tollgate_bench_sdk),
- * REDIS_URL, BENCH_EVENTS (default 50000). Prints medians of 5 rounds; figures are machine-bound.
+ * REDIS_URL, BENCH_EVENTS (default 50000), BENCH_CALLS (per-call rounds, default 300). Prints medians; figures are machine-bound.
  */
 import { TollgateClient, type FetchLike } from '@tollgate/sdk';
 import { spawn } from 'node:child_process';
@@ -105,14 +108,14 @@ async function startApi(): Promise<{ url: string; stop: () => void }> {
   throw new Error('API did not start');
 }
 
-async function newKey(url: string): Promise<string> {
+async function newKey(url: string, scopes: string[] = ['ingest']): Promise<string> {
   const post = async (path: string, body: unknown) => {
     const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<{ id: string; key: string }>;
   };
   const project = await post('/v1/admin/projects', { name: `bench ${randomUUID()}` });
-  return (await post(`/v1/admin/projects/${project.id}/keys`, { scopes: ['ingest'] })).key;
+  return (await post(`/v1/admin/projects/${project.id}/keys`, { scopes })).key;
 }
 
 async function viaSdk(url: string, n: number): Promise<number> {
@@ -146,6 +149,36 @@ async function viaRawFetch(url: string, n: number): Promise<number> {
   return n / ((performance.now() - t) / 1000);
 }
 
+/** Median µs per call of `fn`, called `n` times one after another (as a step's check is). */
+async function perCall(n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+  const us: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn(i);
+    us.push((performance.now() - t) * 1000);
+  }
+  return median(us);
+}
+
+async function callLatency(url: string) {
+  const key = await newKey(url, ['guard', 'read']);
+  const pooled = new TollgateClient({ baseUrl: url, apiKey: key });
+  const viaFetch = new TollgateClient({ baseUrl: url, apiKey: key, fetch: globalThis.fetch as unknown as FetchLike });
+  const check = (c: TollgateClient) => (i: number) => c.guard.check({ context: { runId: `bench-run-${i % 50}` }, limits: [{ scope: 'run', maxCost: 1 }], dryRun: true });
+  const discover = (c: TollgateClient) => () => c.metrics.discovery.entityTypes();
+  const N = Number(process.env.BENCH_CALLS ?? 300);
+  // Warm both (connections, JIT, the service's caches) before measuring.
+  for (const c of [pooled, viaFetch]) for (let i = 0; i < 50; i++) await check(c)(i);
+  const rounds = { checkPooled: [] as number[], checkFetch: [] as number[], getPooled: [] as number[], getFetch: [] as number[] };
+  for (let r = 0; r < ROUNDS * 2 - 1; r++) {
+    rounds.checkFetch.push(await perCall(N, check(viaFetch)));
+    rounds.checkPooled.push(await perCall(N, check(pooled)));
+    rounds.getFetch.push(await perCall(N, discover(viaFetch)));
+    rounds.getPooled.push(await perCall(N, discover(pooled)));
+  }
+  return { n: N, rounds: ROUNDS * 2 - 1, checkPooled: median(rounds.checkPooled), checkFetch: median(rounds.checkFetch), getPooled: median(rounds.getPooled), getFetch: median(rounds.getFetch) };
+}
+
 async function main() {
   if (!(globalThis as { gc?: unknown }).gc) console.log('(run with --expose-gc for stable memory figures)');
   const n = Number(process.env.BENCH_EVENTS ?? 50_000);
@@ -167,6 +200,10 @@ async function main() {
     console.log(`end to end into the API on PostgreSQL (${e2e} events, median of 3, batches of 500, 2 in flight):`);
     console.log(`  raw fetch of pre-built batches  ${median(raw).toFixed(0)} events/s`);
     console.log(`  TollgateClient.events.record    ${median(sdk).toFixed(0)} events/s  (ratio ${(median(sdk) / median(raw)).toFixed(2)})`);
+    const l = await callLatency(api.url);
+    console.log(`per-call latency, one call at a time (${l.n} calls a round, median of ${l.rounds} interleaved rounds):`);
+    console.log(`  guard.check   runtime fetch ${l.checkFetch.toFixed(0)} µs, keep-alive pool (default) ${l.checkPooled.toFixed(0)} µs  (ratio ${(l.checkPooled / l.checkFetch).toFixed(2)})`);
+    console.log(`  discovery GET runtime fetch ${l.getFetch.toFixed(0)} µs, keep-alive pool (default) ${l.getPooled.toFixed(0)} µs  (ratio ${(l.getPooled / l.getFetch).toFixed(2)})`);
   } finally {
     api.stop();
   }
