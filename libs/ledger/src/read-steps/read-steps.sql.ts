@@ -90,8 +90,8 @@ const SCOPE_COLUMNS = { traceId: 'trace_id', runId: 'run_id', spanId: 'span_id',
  * A step with its current cost and its reservation. The cost is the step's own unless a reprice
  * appended corrections: then the latest correction's new cost (corrections carry the step's
  * occurredAt, so the lookup stays in its partition and on events_step_repriced_idx). The
- * reservation comes from the reservations table; who settled it from its ReservationSettled event,
- * found through event_ids (which holds its occurredAt).
+ * reservation comes from the reservations table; who settled it from its ReservationSettled event
+ * (events_reservation_settled_idx).
  */
 const STEP_SELECT = `
   e.position::text AS position, e.event_id, e.occurred_at, e.recorded_at, ${Object.values(SCOPE_COLUMNS).map((c) => `e.${c}`).join(', ')},
@@ -113,10 +113,11 @@ const STEP_JOINS = `
      ORDER BY (c.data->>'sequence')::int DESC LIMIT 1
   ) rp ON true
   LEFT JOIN reservations r ON e.reservation_id IS NOT NULL AND r.project_id = e.project_id AND r.id = e.reservation_id
-  LEFT JOIN event_ids si ON e.reservation_id IS NOT NULL AND si.project_id = e.project_id AND si.event_id = 'tg:reservation:' || e.reservation_id || ':settled'
   LEFT JOIN LATERAL (
-    SELECT s.data FROM events s WHERE s.project_id = e.project_id AND s.occurred_at = si.occurred_at AND s.event_id = si.event_id LIMIT 1
-  ) st ON si.event_id IS NOT NULL`;
+    SELECT s.data FROM events s
+     WHERE s.project_id = e.project_id AND s.type = 'ReservationSettled' AND s.reservation_id = e.reservation_id
+     LIMIT 1
+  ) st ON e.reservation_id IS NOT NULL`;
 
 const FILTER_COLUMNS: [keyof StepFilter, string][] = [
   ['provider', 'provider'],
