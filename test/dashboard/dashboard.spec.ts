@@ -236,7 +236,10 @@ test('a read key reads the guard usage of a scope; the route answers what a dry-
   const usage = await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: readKey });
   expect(usage.status).toBe(200);
   const dry = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context: { resourceId: 'acme' }, dryRun: true } });
-  expect(usage.body.usage).toEqual(dry.body.usage);
+  // The same usage; the forecast (when each limit would be reached at the current burn rate) is
+  // projected from the moment of each answer, so it moves between the two calls.
+  const withoutForecast = (u: Record<string, any>) => Object.fromEntries(Object.entries(u).map(([k, { forecast: _f, ...rest }]) => [k, rest]));
+  expect(withoutForecast(usage.body.usage)).toEqual(withoutForecast(dry.body.usage));
   expect(usage.body.policies.map((p: any) => [p.name, p.usageKey])).toEqual([
     ['resource-daily-cost', 'resource:acme@24h'],
     ['resource-weekly-tokens', 'resource:acme@7d'],
