@@ -25,10 +25,10 @@ export function lineChart(el, { xs, series, thresholds = [], format = String, he
       ...series.map((s) => ({
         label: s.label,
         stroke: s.color ?? css('--accent'),
-        width: 2,
+        width: s.width ?? 2,
         dash: s.dash,
         fill: s.fill ? s.fill : undefined,
-        points: { show: points, size: 5 },
+        points: { show: s.points ?? points, size: s.points ? 8 : 5 },
         spanGaps,
         value: (u, v) => (v === null || v === undefined ? '—' : format(v)),
       })),

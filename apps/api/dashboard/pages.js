@@ -7,6 +7,7 @@ import { renderRun } from './run.js';
 import { renderLatency } from './latency.js';
 import { renderScope } from './scope.js';
 import { renderBudgets } from './budgets.js';
+import { renderAlerts } from './alerts.js';
 
 export const PAGES = [
   { id: 'overview', label: 'Overview', render: renderOverview, nav: true },
@@ -14,6 +15,7 @@ export const PAGES = [
   { id: 'latency', label: 'Latency', render: renderLatency, nav: true },
   { id: 'scope', label: 'Scopes', render: renderScope, nav: true },
   { id: 'budgets', label: 'Budgets', render: renderBudgets, nav: true },
+  { id: 'alerts', label: 'Alerts', render: renderAlerts, nav: true },
   // Opened from a step or a run scope: #/run/<traceId>.
   { id: 'run', label: 'Run', render: renderRun, nav: false, navAs: 'steps' },
 ];

@@ -3,6 +3,7 @@ import { LIMIT_TYPES, SCOPE_FILTER, statusOf, usageFor } from './budget-math.js'
 import { colors, lineChart } from './charts.js';
 import { change, compact, dateTime, escapeHtml, int, money, pct, times, timeZone, unpriced } from './format.js';
 import { buckets, chartBuckets, onBuckets, WINDOWS } from './time.js';
+import { alertsTable, fetchAlerts } from './alerts.js';
 
 const PICKABLE = ['resource', 'thread', 'user', 'organization', 'session', 'run'];
 
@@ -46,6 +47,7 @@ export async function renderScope(el, ctx) {
     }),
   );
 
+  const alerts = await fetchAlerts(scopeKey, 100);
   const unit = totals.costUnit ?? 'USD';
   const delta = change(totals.costChangePercent);
   el.innerHTML = `
@@ -61,7 +63,8 @@ export async function renderScope(el, ctx) {
       ${limits.length ? `<div class="budget-grid">${limits.map((l, i) => budgetCard(l, budgets.usage[l.policy.usageKey], i)).join('')}</div>` : noBudgetHelp(scope)}
     </section>
     <section class="panel" data-testid="decisions"><header><h2>Recent guard denials and warnings</h2><span class="muted small">newest first</span></header>${decisionsTable(decisions.decisions, scopeKey, href)}</section>
-    <section class="panel" data-testid="exceeded"><header><h2>Steps that used more than they reserved</h2><span class="muted small">newest first · actual usage as the step event that settled the reservation reported it</span></header>${exceededTable(exceeded.exceeded, scope)}</section>`;
+    <section class="panel" data-testid="exceeded"><header><h2>Steps that used more than they reserved</h2><span class="muted small">newest first · actual usage as the step event that settled the reservation reported it</span></header>${exceededTable(exceeded.exceeded, scope)}</section>
+    <section class="panel" data-testid="scope-alerts"><header><h2>Budget alerts</h2><span class="muted small">newest first · marked on the budgets' charts · <a href="${href(`alerts/${encodeURIComponent(scopeKey)}`)}">all of them</a></span></header>${alertsTable(alerts.slice(0, 20), href, scopeKey)}</section>`;
 
   return () => {
     const bs = buckets(range.start, range.end, range.bucketMs);
@@ -79,7 +82,11 @@ export async function renderScope(el, ctx) {
       const thresholds = [];
       if (l.policy.warnAtPercent !== undefined) thresholds.push({ label: `Soft (${l.policy.warnAtPercent}%)`, value: (l.limit * l.policy.warnAtPercent) / 100, color: colors.warn() });
       thresholds.push({ label: 'Hard limit', value: l.limit, color: colors.deny() });
-      lineChart(el.querySelector(`#chart-budget-${i}`), { xs: bs.map((t) => t / 1000), format: fmt, height: 200, series: [{ label: `Used (${l.label})`, values: cumulative, fill: colors.fill() }], thresholds });
+      // Each alert of this budget, marked at its bucket on the usage line.
+      const mine = alerts.filter((a) => a.source === `policy:${l.policy.name}` && a.limitType === l.type);
+      const marks = bs.map((b, k) => (mine.some((a) => Date.parse(a.occurredAt) >= b && Date.parse(a.occurredAt) < b + w.bucketMs) ? cumulative[k] : null));
+      const alertSeries = mine.length ? [{ label: 'Alerts', values: marks, color: colors.deny(), points: true, width: 0 }] : [];
+      lineChart(el.querySelector(`#chart-budget-${i}`), { xs: bs.map((t) => t / 1000), format: fmt, height: 200, series: [{ label: `Used (${l.label})`, values: cumulative, fill: colors.fill() }, ...alertSeries], thresholds });
     });
   };
 }
@@ -99,8 +106,20 @@ function budgetCard(l, usage, i) {
     <div class="figures"><span><span class="big" data-testid="budget-used">${usedText}</span> <span class="muted">of <span data-testid="budget-limit">${escapeHtml(fmt(limit))}</span> ${escapeHtml(label)}</span></span><span class="muted" data-testid="budget-percent">${pct(ratio)}</span></div>
     <div class="meter" aria-hidden="true"><div class="fill ${status === 'ok' ? '' : status}" style="width:${Math.min(ratio * 100, 100).toFixed(2)}%"></div>${policy.warnAtPercent !== undefined ? `<div class="mark" style="left:${policy.warnAtPercent}%"></div>` : ''}</div>
     <div class="facts"><span class="badge">${policy.window ? `rolling ${escapeHtml(policy.window)}` : 'per run'}</span><span class="badge">${policy.strategy === 'block' ? 'blocks' : 'warns only'}</span>${policy.warnAtPercent !== undefined ? `<span class="badge soft">soft at ${policy.warnAtPercent}%</span>` : ''}${policy.entityName ? `<span class="badge">agent ${escapeHtml(policy.entityName)}</span>` : ''}</div>
+    ${forecastLine(l, usage, fmt)}
     <div class="chart" id="chart-budget-${i}" style="min-height:200px;margin-top:.6rem"></div>
   </section>`;
+}
+
+/** When the limit is reached at the last hour's burn rate (the guard's forecast). */
+function forecastLine(l, usage, fmt) {
+  const f = usage?.forecast;
+  if (!f) return '';
+  const mine = f.limits.find((x) => x.source === `policy:${l.policy.name}` && x.limitType === l.type);
+  if (!mine) return '';
+  const rate = l.type === 'cost' ? money(f.burnRate.cost, f.burnRate.costUnit ?? 'USD') : int(f.burnRate[l.type] ?? 0);
+  const when = mine.reachedAt ? `limit reached ${escapeHtml(dateTime(mine.reachedAt))}` : 'limit not reached within the window';
+  return `<div class="muted small" data-testid="budget-forecast" data-reached-at="${escapeHtml(mine.reachedAt ?? '')}">burn ${escapeHtml(rate)}/h over the last hour · ${when}</div>`;
 }
 
 /** Committed + reserved cost of each unit, largest first. */
