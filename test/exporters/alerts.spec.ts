@@ -63,7 +63,7 @@ describe('budget alerts through exporters', () => {
     expect(sink.requests[0].path).toBe('/services/T000/B000/XXXX');
     expect(sink.requests[0].headers['content-type']).toBe('application/json');
     const sections = sink.requests.flatMap((r) => r.json.blocks.filter((b: any) => b.type === 'section').map((b: any) => b.text.text));
-    const link = `<https://tollgate.example.com/dashboard/#/scope/${encodeURIComponent(`resource:${resourceId}`)}|Open in the dashboard>`;
+    const link = `<https://tollgate.example.com/dashboard/#/scope/resource/${encodeURIComponent(resourceId)}|Open in the dashboard>`;
     expect(sections).toEqual([
       `Budget at 50%: resource:${resourceId} (24h), policy:team, 1,000 tokens of 1,000 tokens (totalTokens) ${link}`,
       `Budget exhausted: resource:${resourceId} (24h), policy:team denied a step at 1,000 tokens of 1,000 tokens (totalTokens) ${link}`,

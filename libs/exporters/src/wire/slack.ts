@@ -36,7 +36,8 @@ export function slackMessage(events: readonly WireEvent[], opts: { exporter: str
   const link = (e: WireEvent) => {
     const scopeKey = (e.data as Record<string, unknown> | null)?.scopeKey;
     if (!opts.dashboardUrl || typeof scopeKey !== 'string') return '';
-    const url = `${opts.dashboardUrl.replace(/\/$/, '')}/#/scope/${encodeURIComponent(scopeKey)}`;
+    const scope = scopeKey.slice(0, scopeKey.indexOf(':'));
+    const url = `${opts.dashboardUrl.replace(/\/$/, '')}/#/scope/${encodeURIComponent(scope)}/${encodeURIComponent(scopeKey.slice(scope.length + 1))}`;
     return ` <${url}|Open in the dashboard>`;
   };
   const text = events.length === 1 ? lines[0] : `${events.length} budget alerts: ${lines.join('; ')}`;
