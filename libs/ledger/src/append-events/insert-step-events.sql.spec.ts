@@ -105,3 +105,98 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
     ]);
   });
 });
+
+describe('insertStepEvents appending steps (real PostgreSQL)', () => {
+  const prisma = new PrismaService(TEST_DATABASE_URL, 2);
+  afterAll(() => prisma.onModuleDestroy());
+  const at = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 3_600_000 + 90_000);
+  const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000);
+  const day = new Date(Math.floor(at.getTime() / 86_400_000) * 86_400_000);
+  beforeAll(() => new EventPartitions(prisma).ensureFor([at]));
+
+  const step = (over: Partial<StepUsageEvent> = {}): StepUsageEvent => ({
+    eventId: `e-${randomUUID()}`,
+    occurredAt: at.toISOString(),
+    traceId: 't1',
+    runId: 'run-1',
+    resourceId: 'r1',
+    userId: 'u1',
+    entityType: 'agent',
+    provider: 'openai',
+    model: 'gpt-4o', // input $2.50/M, output $10/M
+    usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 300 },
+    tags: ['beta'],
+    labels: { team: 'search' },
+    ...over,
+  });
+  const insert = (project: string, events: StepUsageEvent[]) =>
+    insertStepEvents(prisma.sql, project, events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) })));
+  const counters = (project: string) =>
+    prisma.sql.query<Record<string, unknown>>(
+      `SELECT scope, scope_id, granularity, bucket_start, cost_unit, input_tokens::int, output_tokens::int, cost_micros::int, unpriced_events::int, events::int
+         FROM usage_counters WHERE project_id = $1 ORDER BY scope, scope_id, granularity, cost_unit`,
+      project,
+    );
+
+  it('stores the step with its usage and cost, and counts it for every scope it names (hour, day, run)', async () => {
+    const project = `p-${randomUUID()}`;
+    const e = step();
+    const stored = await insert(project, [e]);
+    expect([...stored.keys()]).toEqual([e.eventId]);
+    const [row] = await prisma.sql.query<Record<string, unknown>>(
+      `SELECT type, occurred_at, trace_id, run_id, resource_id, user_id, thread_id, input_tokens::int, output_tokens::int, cache_read_tokens::int,
+              cost_micros::int, input_cost_micros::int, output_cost_micros::int, cost_unit, unpriced, tags, labels
+         FROM events WHERE project_id = $1`,
+      project,
+    );
+    // gpt-4o: 700 uncached × $2.50/M + 300 cache reads × $1.25/M + 200 × $10/M
+    expect(row).toEqual({
+      type: 'StepUsageRecorded',
+      occurred_at: at,
+      trace_id: 't1',
+      run_id: 'run-1',
+      resource_id: 'r1',
+      user_id: 'u1',
+      thread_id: null,
+      input_tokens: 1000,
+      output_tokens: 200,
+      cache_read_tokens: 300,
+      cost_micros: 4125,
+      input_cost_micros: 2125,
+      output_cost_micros: 2000,
+      cost_unit: 'USD',
+      unpriced: false,
+      tags: ['beta'],
+      labels: { team: 'search' },
+    });
+    const counted = { cost_unit: 'USD', input_tokens: 1000, output_tokens: 200, cost_micros: 4125, unpriced_events: 0, events: 1 };
+    expect(await counters(project)).toEqual([
+      { scope: 'resource', scope_id: 'r1', granularity: 'd', bucket_start: day, ...counted },
+      { scope: 'resource', scope_id: 'r1', granularity: 'h', bucket_start: hour, ...counted },
+      { scope: 'run', scope_id: 'run-1', granularity: 'r', bucket_start: new Date(0), ...counted },
+      { scope: 'run', scope_id: 't1', granularity: 'r', bucket_start: new Date(0), ...counted },
+      { scope: 'user', scope_id: 'u1', granularity: 'd', bucket_start: day, ...counted },
+      { scope: 'user', scope_id: 'u1', granularity: 'h', bucket_start: hour, ...counted },
+    ]);
+  });
+
+  it('a retried batch is acknowledged, never counted twice; new events in it are stored', async () => {
+    const project = `p-${randomUUID()}`;
+    const [a, b] = [step({ userId: undefined, runId: undefined }), step({ userId: undefined, runId: undefined })];
+    await insert(project, [a]);
+    const again = await insert(project, [a, b]);
+    expect([...again.keys()]).toEqual([b.eventId]);
+    const hourly = (await counters(project)).filter((c) => c.granularity === 'h');
+    expect(hourly).toEqual([expect.objectContaining({ scope: 'resource', input_tokens: 2000, events: 2 })]);
+  });
+
+  it('an unpriced step is stored without cost and counted under no unit, flagged', async () => {
+    const project = `p-${randomUUID()}`;
+    await insert(project, [step({ provider: 'acme', model: 'no-such-model', userId: undefined, runId: undefined, usage: { inputTokens: 50, outputTokens: 5 } })]);
+    const [row] = await prisma.sql.query<Record<string, unknown>>('SELECT cost_micros, cost_unit, unpriced FROM events WHERE project_id = $1', project);
+    expect(row).toEqual({ cost_micros: null, cost_unit: null, unpriced: true });
+    expect((await counters(project)).filter((c) => c.granularity === 'h')).toEqual([
+      { scope: 'resource', scope_id: 'r1', granularity: 'h', bucket_start: hour, cost_unit: '', input_tokens: 50, output_tokens: 5, cost_micros: 0, unpriced_events: 1, events: 1 },
+    ]);
+  });
+});
