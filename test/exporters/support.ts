@@ -43,7 +43,9 @@ export async function startReceiver(answer: (n: number, req: ReceivedRequest) =>
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
+    // An answer that throws resets the connection (the sink sees a network error) instead of
+    // leaving an unhandled rejection and a request that never gets an answer.
+    const respond = async () => {
       const body = Buffer.concat(chunks).toString('utf8');
       let json: unknown = null;
       try {
@@ -60,6 +62,9 @@ export async function startReceiver(answer: (n: number, req: ReceivedRequest) =>
       res.end(entry.status < 300 ? '{"ok":true}' : '{"error":"refused by the test receiver"}', () => {
         entry.answered = true;
       });
+    };
+    req.on('end', () => {
+      respond().catch((err: unknown) => res.destroy(err instanceof Error ? err : new Error(String(err))));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -83,7 +83,7 @@ describe('CoalescedReads', () => {
     started[1].finish();
     await b;
     await flush();
-    reads.run('k', read);
+    void reads.run('k', read); // left unfinished: only its start is asserted
     expect(started).toHaveLength(3);
   });
 });
