@@ -45,6 +45,12 @@ export interface PromptMessageShape {
   content: string | ReadonlyArray<PromptPartShape>;
 }
 
+/** What the count cache holds for a message: its count, if cached, and its content version. */
+export interface CountLookup {
+  tokens: number | undefined;
+  version: string | undefined;
+}
+
 /** Options for {@link MessageTokenCounter}. */
 export interface MessageTokenCounterOptions {
   /** BPE rank set from `js-tiktoken/ranks/*`. Defaults to `o200k_base`. */
@@ -128,8 +134,21 @@ export class MessageTokenCounter {
 
   /** Tokens one stored message costs, framing included. Cached by id and content version. */
   countMessage(message: MessageShape): number {
-    if (!this.cache || !message.id) return this.countUncached(message);
+    return this.countKnown(message, this.lookup(message));
+  }
+
+  /** The cached count of `message`, if any, without counting it; pass the result to {@link countKnown}. */
+  lookup(message: MessageShape): CountLookup {
+    if (!this.cache || !message.id) return { tokens: undefined, version: undefined };
     const version = this.contentVersion(message);
+    return { tokens: this.cache.get(message.id, version), version };
+  }
+
+  /** {@link countMessage} after a {@link lookup}: counts (and caches) only on a miss. */
+  countKnown(message: MessageShape, known: CountLookup): number {
+    if (known.tokens !== undefined) return known.tokens;
+    const version = known.version;
+    if (!this.cache || !message.id || version === undefined) return this.countUncached(message);
     const cached = this.cache.get(message.id, version);
     if (cached !== undefined) return cached;
     const tokens = this.countUncached(message);

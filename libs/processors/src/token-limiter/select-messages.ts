@@ -13,8 +13,8 @@ export interface Candidate {
    * rule out by `minTokens`.
    */
   tokens: number | (() => number);
-  /** A cheap lower bound of `tokens`, enough to rule a message out without counting it. Default 0. */
-  minTokens?: number;
+  /** A cheap lower bound of `tokens` (or a function giving it), enough to rule a message out without counting it. Default 0. */
+  minTokens?: number | (() => number);
   /** Tool call ids the message carries (calls or results). Messages sharing one are kept or dropped together. */
   toolCallIds: readonly string[];
   /** Must be kept: this run's tool traffic. Dropping it makes the model repeat the same calls forever. */
@@ -55,19 +55,21 @@ export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallId
       else parent[find(i)] = find(first);
     }
   });
+  // Newest first without sorting: walking down from the newest message, a group appears at its newest member.
   const groups = new Map<number, Group>();
-  candidates.forEach((candidate, i) => {
+  const ordered: Group[] = [];
+  for (let i = candidates.length - 1; i >= 0; i--) {
     const root = find(i);
     let group = groups.get(root);
     if (!group) {
       group = { members: [], newest: i, protected: false };
       groups.set(root, group);
+      ordered.push(group);
     }
-    group.members.push(i);
-    group.newest = Math.max(group.newest, i);
-    group.protected ||= candidate.protected;
-  });
-  return [...groups.values()].sort((a, b) => b.newest - a.newest);
+    group.members.unshift(i);
+    group.protected ||= candidates[i]!.protected;
+  }
+  return ordered;
 }
 
 /** Options of {@link selectMessages}. */
@@ -98,11 +100,25 @@ export function selectMessages(candidates: readonly Candidate[], budget: number,
     }
     return n;
   };
+  const bounds = new Map<number, number>();
   const lower = (i: number): number => {
     const { tokens, minTokens } = candidates[i]!;
-    return typeof tokens === 'number' ? tokens : (counted.get(i) ?? minTokens ?? 0);
+    if (typeof tokens === 'number') return tokens;
+    const n = counted.get(i);
+    if (n !== undefined) return n;
+    if (typeof minTokens !== 'function') return minTokens ?? 0;
+    let bound = bounds.get(i);
+    if (bound === undefined) {
+      bound = minTokens();
+      bounds.set(i, bound);
+    }
+    return bound;
   };
-  const sum = (group: Group, f: (i: number) => number) => group.members.reduce((total, i) => total + f(i), 0);
+  const sum = (group: Group, f: (i: number) => number) => {
+    let total = 0;
+    for (const i of group.members) total += f(i);
+    return total;
+  };
 
   const groups = groupByToolCall(candidates);
   const keep = candidates.map(() => false);

@@ -11,7 +11,7 @@ import type {
   TracingShape,
 } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
-import { MessageTokenCounter, TOKENS_PER_CONVERSATION, type PromptMessageShape } from '../token-count/message-token-counter';
+import { MessageTokenCounter, TOKENS_PER_CONVERSATION, type CountLookup, type PromptMessageShape } from '../token-count/message-token-counter';
 import { modelIds, readContextIds } from '../tollgate/context-ids';
 import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
 import { selectMessages, type Candidate, type TrimMode } from './select-messages';
@@ -259,7 +259,7 @@ export class TokenLimiterProcessor {
       const ids = promptToolCallIdsOf(message);
       return {
         tokens: () => this.counter.countPromptMessage(message),
-        minTokens: this.counter.minPromptTokens(message),
+        minTokens: () => this.counter.minPromptTokens(message),
         toolCallIds: ids,
         protected: ids.some((id) => runToolCalls.has(id)),
       };
@@ -365,12 +365,17 @@ export class TokenLimiterProcessor {
       else conversation.push(message);
     }
     const keep = this.select(
-      conversation.map((message) => ({
-        tokens: () => this.counter.countMessage(message),
-        minTokens: this.counter.minTokens(message),
-        toolCallIds: toolCallIdsOf(message),
-        protected: protectedIds.has(message.id),
-      })),
+      conversation.map((message) => {
+        // A cached count serves as both; otherwise the bound is a scan and the count an encoding.
+        let known: CountLookup | undefined;
+        const lookup = () => (known ??= this.counter.lookup(message));
+        return {
+          tokens: () => this.counter.countKnown(message, lookup()),
+          minTokens: () => lookup().tokens ?? this.counter.minTokens(message),
+          toolCallIds: toolCallIdsOf(message),
+          protected: protectedIds.has(message.id),
+        };
+      }),
       systemTokens,
       abort,
       limit,
@@ -452,6 +457,9 @@ export class TokenLimiterProcessor {
         if (id) ids.add(id);
       }
     }
+    // Every tool call in the response comes from a finished step, so with `steps` the response set
+    // adds nothing (and building it costs a pass over the whole list at every step).
+    if (Array.isArray(steps)) return ids;
     const output = list?.makeMessageSourceChecker?.().output;
     if (output && output.size > 0) {
       for (const message of messages.length > 0 ? messages : (list?.get.all.db() ?? [])) {
