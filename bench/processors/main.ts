@@ -4,21 +4,26 @@
  *
  *   npm run bench:processors
  *
- * Each repetition is one run of the same thread: the history is reloaded as new message objects
- * (same ids), as Mastra does from memory, and `processInputStep` is timed at each of 20 steps.
- * Our processor instance lives across repetitions, as it does across runs of an agent, so its
- * count cache is warm after the first repetition; that first (cold) repetition is printed apart.
- * Prints medians and ratios; asserts nothing.
+ * Each repetition is one run of a thread: the history is reloaded as new message objects (same
+ * ids), as Mastra does from memory, and `processInputStep` is timed at each of 20 steps. Lines:
+ * - warm: our processor instance lives across runs of the same thread, so its count cache is warm;
+ * - new thread, warm process: a thread never seen (new ids, other text), on a new processor (no
+ *   count cached) in a process whose tokenizer is loaded — the common case in a server;
+ * - process start-up: a fresh Node process builds the limiter (ours loads the tokenizer then) and
+ *   runs one new thread, everything cold; the limiter's own time is measured.
+ * Each against Mastra's on the same threads in the same run. Prints medians and ratios; asserts nothing.
  */
 import { MessageList } from '@mastra/core/agent/message-list';
 import { TokenLimiterProcessor as MastraTokenLimiter } from '@mastra/core/processors';
 import { getEncoding } from 'js-tiktoken';
+import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { TokenLimiterProcessor, TOKENS_PER_MESSAGE } from '../../libs/processors/src';
 
 const HISTORY = 1_000;
 const STEPS = 20;
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS ?? 5);
+const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 3);
 const CASES = [
   { name: 'keeps everything', limit: 10_000_000 },
   { name: 'trims to 20,000', limit: 20_000 },
@@ -43,12 +48,12 @@ interface Template {
   createdAt: Date;
 }
 
-function makeThread(count: number): Template[] {
-  const random = prng(42);
+function makeThread(count: number, seed = 42, prefix = 'bench'): Template[] {
+  const random = prng(seed);
   const sentence = (n: number) => Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
   const start = Date.UTC(2025, 0, 1);
   return Array.from({ length: count }, (_, i) => {
-    const id = `bench-msg-${i}`;
+    const id = `${prefix}-msg-${i}`;
     const createdAt = new Date(start + i * 1_000);
     if (i % 10 === 9) {
       const args = { query: sentence(6), limit: 5 };
@@ -66,13 +71,13 @@ interface Limiter {
 }
 
 /** One run: reload the history, then time processInputStep at each of the 20 steps. */
-async function timeRun(limiter: Limiter, history: Template[], extra: Template[]): Promise<number> {
+async function timeRun(limiter: Limiter, history: Template[], extra: Template[], prefix = 'bench'): Promise<number> {
   const list = new MessageList({ threadId: 'bench-thread', resourceId: 'bench-user' });
   list.addSystem('You are a support agent. Answer briefly and cite the knowledge base.');
   list.add(structuredClone(history) as never, 'memory');
   let elapsed = 0;
   for (let step = 0; step < STEPS; step++) {
-    list.add(structuredClone(extra[step]!) as never, 'input');
+    list.add({ ...structuredClone(extra[step]!), id: `${prefix}-${extra[step]!.id}` } as never, 'input');
     const args = {
       messages: list.get.all.db(),
       messageList: list,
@@ -126,12 +131,50 @@ async function accuracy(history: Template[]) {
   console.log(`  mastra  total ${estMastra.toFixed(0)} vs exact ${exactMastra}: ${pct((estMastra - exactMastra) / exactMastra)} off, worst message ${pct(worstMastra)}`);
 }
 
+/** The follow-up messages added one per step. */
+function followUps(thread: Template[]): Template[] {
+  return thread.slice(HISTORY).map((m, i) =>
+    ({ ...m, role: 'user', content: { format: 2, parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }] } }) as Template,
+  );
+}
+
+/**
+ * Child mode (`--startup ours|mastra LIMIT`): what a fresh process pays for its first run: the
+ * limiter's construction (ours loads its tokenizer then: the rank file and its table) plus its
+ * 20 `processInputStep` calls, cold. Module code is loaded first for both (a Mastra app has
+ * loaded @mastra/core; ours loads the rank file only when a limiter is built). Prints the milliseconds.
+ */
+async function startup(which: string, limit: number) {
+  const thread = makeThread(HISTORY + STEPS, 7, 'startup');
+  const t0 = performance.now();
+  const limiter: Limiter =
+    which === 'ours'
+      ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+        new (require('../../libs/processors/src') as typeof import('../../libs/processors/src')).TokenLimiterProcessor({ limit })
+      : // eslint-disable-next-line @typescript-eslint/no-require-imports
+        new (require('@mastra/core/processors') as typeof import('@mastra/core/processors')).TokenLimiterProcessor({ limit });
+  const constructed = performance.now() - t0;
+  // The limiter's own time: building it (ours loads the tokenizer then) and its 20 steps.
+  const steps = await timeRun(limiter, thread.slice(0, HISTORY), followUps(thread), 'startup');
+  process.stdout.write(String(constructed + steps));
+}
+
+/** Median start-up time of each limiter over `runs` fresh processes, interleaved. */
+function startupTimes(limit: number, runs: number) {
+  const times = { ours: [] as number[], mastra: [] as number[] };
+  for (let i = 0; i < runs; i++) {
+    for (const which of ['mastra', 'ours'] as const) {
+      const out = execFileSync(process.execPath, [__filename, '--startup', which, String(limit)], { encoding: 'utf8' });
+      times[which].push(Number(out));
+    }
+  }
+  return times;
+}
+
 async function main() {
   const thread = makeThread(HISTORY + STEPS);
   const history = thread.slice(0, HISTORY);
-  const extra = thread.slice(HISTORY).map((m, i) =>
-    ({ ...m, role: 'user', content: { format: 2, parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }] } }) as Template,
-  );
+  const extra = followUps(thread);
   console.log(`TokenLimiterProcessor.processInputStep — ${HISTORY} history messages, +1 message per step, ${STEPS} steps, ${REPETITIONS} runs of the same thread`);
   console.log(`Node ${process.version}, @mastra/core ${require('@mastra/core/package.json').version}\n`);
 
@@ -144,14 +187,21 @@ async function main() {
     await timeRun(new TokenLimiterProcessor({ limit, countCache: false }), warm, extra);
     await timeRun(new MastraTokenLimiter({ limit }), warm, extra);
 
-    const times = { ours: [] as number[], uncached: [] as number[], mastra: [] as number[] };
+    const times = { ours: [] as number[], uncached: [] as number[], mastra: [] as number[], fresh: [] as number[], mastraFresh: [] as number[] };
     for (let rep = 0; rep < REPETITIONS; rep++) {
-      // Interleaved, so drift in machine load hits all three alike.
+      // Interleaved, so drift in machine load hits all alike.
       times.mastra.push(await timeRun(mastra, history, extra));
       times.ours.push(await timeRun(ours, history, extra));
       times.uncached.push(await timeRun(uncached, history, extra));
+      // A thread this process has never seen, on a new processor: nothing counted yet.
+      const other = makeThread(HISTORY + STEPS, 1_000 + rep, `thread-${rep}`);
+      const [otherHistory, otherExtra] = [other.slice(0, HISTORY), followUps(other)];
+      times.mastraFresh.push(await timeRun(new MastraTokenLimiter({ limit }), otherHistory, otherExtra, `thread-${rep}`));
+      times.fresh.push(await timeRun(new TokenLimiterProcessor({ limit }), otherHistory, otherExtra, `thread-${rep}`));
     }
+    const start = startupTimes(limit, STARTUP_RUNS);
     const m = median(times.mastra), o = median(times.ours), u = median(times.uncached), cold = times.ours[0]!;
+    const f = median(times.fresh), mf = median(times.mastraFresh), so = median(start.ours), sm = median(start.mastra);
     const kept = await (async () => {
       const list = new MessageList();
       list.addSystem('You are a support agent. Answer briefly and cite the knowledge base.');
@@ -163,12 +213,15 @@ async function main() {
     console.log(`  @mastra/core TokenLimiterProcessor  median ${ms(m)}   runs: ${times.mastra.map(ms).join(', ')}`);
     console.log(`  ours (count cache)                  median ${ms(o)}   runs: ${times.ours.map(ms).join(', ')}   (first run, cold cache: ${ms(cold)})`);
     console.log(`  ours (cache disabled)               median ${ms(u)}   runs: ${times.uncached.map(ms).join(', ')}`);
-    console.log(`  ratio ours/mastra ${(o / m).toFixed(3)}×   cold ours/mastra ${(cold / m).toFixed(3)}×   uncached/mastra ${(u / m).toFixed(3)}×\n`);
+    console.log(`  ratio ours/mastra ${(o / m).toFixed(3)}×   cold ours/mastra ${(cold / m).toFixed(3)}×   uncached/mastra ${(u / m).toFixed(3)}×`);
+    console.log(`  new thread, warm process:  ours median ${ms(f)} vs mastra ${ms(mf)}   ratio ${(f / mf).toFixed(3)}×   runs: ${times.fresh.map(ms).join(', ')}`);
+    console.log(`  process start-up:          ours median ${ms(so)} vs mastra ${ms(sm)}   ratio ${(so / sm).toFixed(3)}×   runs: ${start.ours.map(ms).join(', ')}\n`);
   }
   await accuracy(history);
 }
 
-main().catch((error) => {
+const entry = process.argv[2] === '--startup' ? () => startup(process.argv[3]!, Number(process.argv[4])) : main;
+entry().catch((error) => {
   console.error(error);
   process.exit(1);
 });
