@@ -56,8 +56,20 @@ const configSchema = z.object({
   GUARD_MAX_BATCH: z.coerce.number().int().min(1).max(4096).default(128),
   /** Group commits a process runs at once (each holds one pooled connection). */
   GUARD_MAX_CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(64).default(4),
-  /** Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. */
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]+$/).default('tollgate'),
+  /**
+   * Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. On a
+   * Redis Cluster it must be hash-tagged (`{tollgate}`): a queue's keys must share one slot.
+   */
+  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9:_{}-]+$/).refine((p) => /^[^{}]*(\{[^{}]+\}[^{}]*)?$/.test(p), 'a hash tag is one {…} with something inside').default('tollgate'),
+  /**
+   * A Redis Cluster: comma-separated host:port of some of its nodes (REDIS_URL's credentials and
+   * TLS apply to each). Set, the service connects with ioredis Cluster; unset, to REDIS_URL alone.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/, 'each node must be host:port')).min(1, 'must name at least one node'))
+    .optional(),
   /** Encrypts exporter secrets at rest (any string of 32+ characters); needed once an exporter has secrets. */
   TOLLGATE_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   /** How often the worker looks for exporter batches to flush (the flush-wait granularity). */
@@ -112,6 +124,7 @@ const configSchema = z.object({
   RATE_LIMIT_REDIS_TIMEOUT_MS: durationMs.default(50),
 }).superRefine((c, ctx) => {
   // Project ids and exporter names are tenants' identifiers: never served to anyone who can reach the port.
+  if (c.REDIS_CLUSTER_NODES && !/\{[^{}]+\}/.test(c.QUEUE_PREFIX)) ctx.addIssue({ code: 'custom', path: ['QUEUE_PREFIX'], message: 'must be hash-tagged on a Redis Cluster (e.g. {tollgate}): BullMQ needs each queue\'s keys in one slot' });
   // An event accepted at ingest must land in a month that retention keeps.
   if (c.TOLLGATE_RETENTION_MONTHS !== undefined && c.INGEST_MAX_AGE_DAYS > (c.TOLLGATE_RETENTION_MONTHS - 1) * 28) ctx.addIssue({ code: 'custom', path: ['INGEST_MAX_AGE_DAYS'], message: `must be at most ${(c.TOLLGATE_RETENTION_MONTHS - 1) * 28} with TOLLGATE_RETENTION_MONTHS=${c.TOLLGATE_RETENTION_MONTHS}` });
   if (c.METRICS_TENANT_LABELS === 'on' && !c.METRICS_TOKEN) ctx.addIssue({ code: 'custom', path: ['METRICS_TENANT_LABELS'], message: 'on needs METRICS_TOKEN (tenant labels are never served without a token)' });

@@ -1,7 +1,7 @@
 export { Config, ConfigError, loadConfig } from './config';
 export type { AppConfig } from './config';
 export { PlatformModule } from './platform.module';
-export { RedisClient, redisOptions } from './redis';
+export { RedisClient, redisOptions, createRedis, queueConnection, counterPrefix, QueueConnection } from './redis';
 export { AppError, ERROR_STATUS } from './errors/app-error';
 export type { ErrorCode } from './errors/app-error';
 export { HttpExceptionFilter, isUnavailable } from './errors/http-exception.filter';

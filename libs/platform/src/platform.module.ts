@@ -11,7 +11,7 @@ import { JobHandlers } from './queues/job-handlers';
 import { QueueErrors } from './queues/queue-errors';
 import { QUEUE_NAMES } from './queues/queues';
 import { RateLimiter } from './rate-limit/rate-limiter';
-import { RedisClient, redisOptions } from './redis';
+import { QueueConnection, queueConnection, RedisClient } from './redis';
 
 /**
  * What both apps stand on: configuration, PostgreSQL through Prisma, Redis and the BullMQ queues,
@@ -21,8 +21,11 @@ import { RedisClient, redisOptions } from './redis';
 @Module({})
 export class PlatformModule {
   static forRoot(config: AppConfig): DynamicModule {
+    // One connection for every queue (on a Redis Cluster: one Cluster client, closed at shutdown).
+    const connection = queueConnection(config);
     const providers = [
       { provide: Config, useValue: new Config(config) },
+      { provide: QueueConnection, useValue: new QueueConnection(connection) },
       { provide: PrismaService, useFactory: () => new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE) },
       { provide: EventPartitions, useFactory: (prisma: PrismaService) => new EventPartitions(prisma), inject: [PrismaService] },
       RedisClient,
@@ -38,7 +41,7 @@ export class PlatformModule {
     return {
       module: PlatformModule,
       global: true,
-      imports: [CqrsModule.forRoot(), BullModule.forRoot({ connection: redisOptions(config), prefix: config.QUEUE_PREFIX }), queues],
+      imports: [CqrsModule.forRoot(), BullModule.forRoot({ connection, prefix: config.QUEUE_PREFIX }), queues],
       providers,
       exports: [...providers, queues, CqrsModule],
     };

@@ -3,8 +3,9 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { PrismaService } from '@tollgate/database';
 import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/exporters';
 import { queueFailures } from '@tollgate/observability';
-import { Config, JobHandlers, parseJob, redisOptions, type JobPayload } from '@tollgate/platform';
+import { Config, JobHandlers, parseJob, queueConnection, type JobPayload } from '@tollgate/platform';
 import { Worker, type Job, type Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
 import { keepJobScheduler } from '../job-schedulers';
 
 /**
@@ -16,6 +17,7 @@ import { keepJobScheduler } from '../job-schedulers';
 export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('exports');
   private worker?: Worker;
+  private connection?: ReturnType<typeof queueConnection>;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -36,8 +38,9 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
       if (sealed > 0) this.logger.error(`${sealed} exporter(s) have encrypted secrets but TOLLGATE_SECRET_KEY is not set: they pause with that reason at their next batch. Set the key and resume them.`);
     }
     await keepJobScheduler(this.queue, 'exports.tick', { every: c.EXPORTS_TICK_MS }, { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
+    this.connection = queueConnection(c);
     this.worker = new Worker('exports', (job) => this.process(job), {
-      connection: redisOptions(c),
+      connection: this.connection,
       prefix: c.QUEUE_PREFIX,
       concurrency: c.EXPORTS_CONCURRENCY,
       lockDuration: c.EXPORTS_LOCK_MS,
@@ -67,5 +70,7 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
 
   async onModuleDestroy(): Promise<void> {
     await this.worker?.close();
+    // A Cluster client given to BullMQ is ours to close.
+    if (this.connection instanceof Cluster) this.connection.disconnect();
   }
 }

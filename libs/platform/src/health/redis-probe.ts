@@ -1,8 +1,8 @@
-import type IORedis from 'ioredis';
+import type { Cluster, default as IORedis } from 'ioredis';
 import { deadline } from './deadline';
 
 /** Redis answers PING within `timeoutMs` (waiting for a connection being re-established, within the same budget). */
-export async function redisAnswers(redis: IORedis, timeoutMs: number): Promise<boolean> {
+export async function redisAnswers(redis: IORedis | Cluster, timeoutMs: number): Promise<boolean> {
   const { expired, clear } = deadline(timeoutMs);
   let onReady: (() => void) | undefined;
   try {

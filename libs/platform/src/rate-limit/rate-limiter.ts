@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Config } from '../config';
-import { RedisClient } from '../redis';
+import { counterPrefix, RedisClient } from '../redis';
 
 /**
  * GCRA (a token bucket kept as one timestamp per key): the key's "theoretical arrival time" moves
@@ -53,7 +53,8 @@ export class RateLimiter {
     this.intervalMicros = rate > 0 ? 1e6 / rate : 0;
     this.burst = config.values.RATE_LIMIT_BURST;
     this.timeoutMs = config.values.RATE_LIMIT_REDIS_TIMEOUT_MS;
-    this.prefix = `${config.values.QUEUE_PREFIX}:rate:`;
+    // Not under the queues' hash tag: on a Redis Cluster the keys spread over the slots.
+    this.prefix = `${counterPrefix(config.values)}:rate:`;
     // One Redis round trip per request would cost the guard's hot path more than the check itself;
     // a lease of permits (already counted in Redis, so replicas still share one limit) amortizes it.
     this.lease = Math.max(1, Math.min(50, Math.floor(this.burst / 20)));
