@@ -15,8 +15,16 @@ export type {
   TokenLimiterStreamArgs,
   TokenLimiterResultArgs,
 } from './token-limiter/token-limiter.processor';
-export { CostGuardProcessor } from './cost-guard/cost-guard.processor';
+export { CostGuardProcessor, TokenCostControl, CostGuardBase } from './cost-guard/cost-guard.processor';
 export type {
+  CostGuardLabels,
+  CostGuardStepResult,
+  FallbackModel,
+  TokenCostControlOptions,
+  TokenCostControlTripwireMetadata,
+  TokenCostControlViolationDetail,
+  TokenCostControlUsage,
+  TokenCostControlBreakdownEntry,
   CostGuardOptions,
   CostGuardTripwireMetadata,
   CostGuardViolationDetail,
@@ -29,6 +37,7 @@ export type {
   CostWindow,
   MastraShape,
 } from './cost-guard/cost-guard.processor';
+export type { CostGuardStepReport } from './cost-guard/step-report';
 export { ObservabilityCostSource, TOKEN_COST_METRICS, type ObservabilityStoreShape } from './cost-guard/observability-cost-source';
 export { formatCost, formatViolationMessage } from './cost-guard/violation-message';
 export { readContextIds, scopeId } from './tollgate/context-ids';
@@ -48,6 +57,7 @@ export {
 export type {
   TollgateGuardClient,
   GuardCheckCallOptions,
+  GuardAdjust,
   GuardCheckRequest,
   GuardCheckResponse,
   GuardEstimateView,

@@ -3,7 +3,7 @@
  * processors stop matching @mastra/core's processor interfaces structurally.
  */
 import type { InputProcessor, OutputProcessor, Processor } from '@mastra/core/processors';
-import { CostGuardProcessor, TokenLimiterProcessor } from '../src';
+import { CostGuardProcessor, TokenCostControl, TokenLimiterProcessor } from '../src';
 
 const limiter = new TokenLimiterProcessor(1000);
 export const asInput: InputProcessor = limiter;
@@ -13,3 +13,7 @@ export const asProcessor: Processor<'token-limiter'> = limiter;
 const costGuard = new CostGuardProcessor({ maxCost: 1 });
 export const guardAsInput: InputProcessor = costGuard;
 export const guardAsProcessor: Processor<'cost-guard'> = costGuard;
+
+const tokenCostControl = new TokenCostControl({ maxCost: 1 });
+export const controlAsInput: InputProcessor = tokenCostControl;
+export const controlAsProcessor: Processor<'token-cost-control'> = tokenCostControl;

@@ -16,9 +16,10 @@ import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/mes
 import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
 import { fromAiSdk } from '../tollgate/normalize-usage';
 import { checkUntilServed, isBusy } from '../tollgate/busy-retry';
-import type { GuardCheckRequest, GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
+import type { GuardAdjust, GuardCheckRequest, GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
 import { formatCost, formatViolationMessage } from './violation-message';
 import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
+import { reportingModel, type CostGuardStepReport } from './step-report';
 
 /** Scopes a cost limit can apply to. `user`, `organization` and `session` read plain request-context keys. */
 export type CostScope = GuardScope;
@@ -69,6 +70,31 @@ export interface CostGuardOptions {
   client?: TollgateGuardClient;
   /** Output cap used in the estimate when the step has no `modelSettings.maxOutputTokens`. Default 4,096. */
   defaultMaxOutputTokens?: number;
+  /**
+   * Exact mode: what a step whose worst case no longer fits becomes. `'block'` (default) denies
+   * it as `strategy` says. `'shrink'` asks Tollgate for the most output tokens that still fit
+   * (at least `minOutputTokens`) and runs the step capped there: its `maxOutputTokens` is lowered
+   * for that step only, the reservation holds the smaller worst case, and the step's result says
+   * so in `providerMetadata.tollgate.costGuard` ({@link CostGuardStepReport}). A project policy
+   * with `onExceed: 'block'` still denies.
+   */
+  onExceed?: 'block' | 'shrink';
+  /** With `onExceed: 'shrink'`: the fewest output tokens a shrunk step may have. Default 1. */
+  minOutputTokens?: number;
+  /**
+   * Exact mode: a model to run the step on instead when it would be denied on its own model (a
+   * cheaper one), if that one fits (shrunk, with `onExceed: 'shrink'`). A model object as an
+   * Agent takes it (an AI SDK language model); checked and reserved like any step.
+   */
+  fallbackModel?: FallbackModel;
+  /**
+   * Exact mode: wait for each step's usage to be stored before the next step's check. Default
+   * false: a step's record is sent when it ends without holding the run up (its reservation
+   * counts the step at its worst case until the record lands, so the budget never overspends);
+   * a check that would deny or shrink while this run's records are in flight is asked again
+   * once they landed, and the last step's record is stored before `generate()` resolves.
+   */
+  awaitRecords?: boolean;
   /** BPE rank set used to count the outgoing messages. Default `o200k_base`. */
   encoding?: TiktokenBPE;
   /** Token-count cache for the estimate; share one with a {@link TokenLimiterProcessor} to count once. */
@@ -91,9 +117,12 @@ export interface CostGuardBreakdownEntry {
   costUnit: string | null;
 }
 
+/** A model the step may switch to: an AI SDK language model (Mastra's `MastraLanguageModel`). */
+export type FallbackModel = { provider: string; modelId: string; specificationVersion?: string };
+
 /** Metadata of the TripWire raised by the `block` strategy. */
-export interface CostGuardTripwireMetadata {
-  processorId: 'cost-guard';
+export interface CostGuardTripwireMetadata<Id extends string = 'cost-guard'> {
+  processorId: Id;
   /** The cost compared with the limit (exact mode: recorded + reserved + this step's estimate). */
   usage: CostGuardUsage;
   maxCost: number;
@@ -134,11 +163,11 @@ export interface MastraShape {
 }
 
 /** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
-export interface CostGuardStepArgs extends TracingShape {
+export interface CostGuardStepArgs<M = CostGuardTripwireMetadata> extends TracingShape {
   messages?: MessageShape[];
   messageList?: MessageListShape;
   systemMessages?: SystemMessageShape[];
-  abort: AbortFn<CostGuardTripwireMetadata>;
+  abort: AbortFn<M>;
   requestContext?: RequestContextShape;
   state: Record<string, unknown>;
   stepNumber: number;
@@ -148,6 +177,17 @@ export interface CostGuardStepArgs extends TracingShape {
   model?: ModelShape;
   modelSettings?: { maxOutputTokens?: number };
   agent?: { id?: string; name?: string };
+}
+
+/**
+ * What `processInputStep` returns when it changed the step (Mastra's `ProcessInputStepResult`):
+ * its model settings with the lower `maxOutputTokens`, and the model (the fallback, or the same
+ * one) wrapped so that the step's result reports the change.
+ */
+export interface CostGuardStepResult {
+  modelSettings?: { maxOutputTokens?: number };
+  // Mastra's model union; typed loosely so the package type-checks without @mastra/core.
+  model?: any;
 }
 
 /** Arguments of `processLLMResponse` (a subset of Mastra's `ProcessLLMResponseArgs`). */
@@ -174,33 +214,47 @@ interface RunState {
   runKey: string;
   pending: PendingStep[];
   notified: Set<'soft' | 'hard'>;
+  /** Records sent in the background and not yet stored (see `awaitRecords`). */
+  inFlight: Set<Promise<void>>;
 }
 
-const DEFAULT_MESSAGE = 'Cost guard: cost limit exceeded ({usage}/{limit})';
+/** What tells the two names of the guard apart: Mastra's ids and texts for each. */
+export interface CostGuardLabels<Id extends string> {
+  id: Id;
+  name: string;
+  className: string;
+  defaultMessage: string;
+  softMessage: (percent: number, usage: string, limit: string) => string;
+}
+
+const COST_GUARD: CostGuardLabels<'cost-guard'> = {
+  id: 'cost-guard',
+  name: 'Cost Guard',
+  className: 'CostGuardProcessor',
+  defaultMessage: 'Cost guard: cost limit exceeded ({usage}/{limit})',
+  softMessage: (percent, usage, limit) => `Cost guard: cost reached ${percent}% of the limit (${usage}/${limit})`,
+};
+
+const TOKEN_COST_CONTROL: CostGuardLabels<'token-cost-control'> = {
+  id: 'token-cost-control',
+  name: 'Token Cost Control',
+  className: 'TokenCostControl',
+  defaultMessage: 'Cost control: estimated cost limit exceeded ({usage}/{limit})',
+  softMessage: (percent, usage, limit) => `Cost control: estimated cost reached ${percent}% of the limit (${usage}/${limit})`,
+};
+
 let instances = 0;
 
 /**
- * Enforces a cost limit before every LLM call of an agent run (`processInputStep`).
- *
- * With a Tollgate `client` it is exact: each step asks Tollgate's guard with an estimate of the
- * step (outgoing messages counted with js-tiktoken, output capped by `maxOutputTokens`) and
- * reserves that worst case; the step's actual usage is recorded afterwards (`processLLMResponse`,
- * or at the next step from `steps`), which settles the reservation. Concurrent runs on one
- * budget therefore cannot overspend it. Without a client it reads Mastra's observability store
- * like `@mastra/core`'s own cost guard (approximate: metrics land with a delay).
- *
- * @example
- * ```ts
- * const costGuard = new CostGuardProcessor({ maxCost: 5, scope: 'thread', window: '24h', client: tollgate });
- * costGuard.onViolation = ({ detail }) => alert(detail);
- * new Agent({ …, inputProcessors: [costGuard] });
- * ```
+ * The cost guard under either of its names ({@link CostGuardProcessor}, {@link TokenCostControl}):
+ * they differ only in their id, name and default texts.
  */
-export class CostGuardProcessor {
+export abstract class CostGuardBase<Id extends string> {
   /** Processor id. */
-  readonly id = 'cost-guard' as const;
+  readonly id: Id;
   /** Display name. */
-  readonly name = 'Cost Guard';
+  readonly name: string;
+  private readonly labels: CostGuardLabels<Id>;
   private readonly options: CostGuardOptions;
   private readonly scope: CostScope;
   private readonly window: CostWindow;
@@ -213,22 +267,34 @@ export class CostGuardProcessor {
   private violationHandler?: (violation: CostGuardViolation) => void | Promise<void>;
   /** TripWire metadata already delivered to `onViolation`, so the runner's own call is not a second one. */
   private readonly delivered = new WeakSet<object>();
+  /** Whether the warning for a guard with nothing to read the cost from was logged (once per instance). */
+  private warnedUnregistered = false;
 
-  constructor(options: CostGuardOptions) {
+  protected constructor(options: CostGuardOptions, labels: CostGuardLabels<Id>) {
+    const name = labels.className;
     if (typeof options.maxCost === 'number' && (!Number.isFinite(options.maxCost) || options.maxCost <= 0)) {
-      throw new RangeError('CostGuardProcessor requires maxCost to be a finite positive number');
+      throw new RangeError(`${name} requires maxCost to be a finite positive number`);
     }
     if (options.warnAtPercent !== undefined && (!Number.isFinite(options.warnAtPercent) || options.warnAtPercent <= 0 || options.warnAtPercent >= 100)) {
-      throw new RangeError('CostGuardProcessor requires warnAtPercent to be a number between 0 and 100 (exclusive)');
+      throw new RangeError(`${name} requires warnAtPercent to be a number between 0 and 100 (exclusive)`);
     }
     if (options.busyDeadlineMs !== undefined && (!Number.isFinite(options.busyDeadlineMs) || options.busyDeadlineMs < 0)) {
-      throw new RangeError('CostGuardProcessor requires busyDeadlineMs to be a number of milliseconds >= 0');
+      throw new RangeError(`${name} requires busyDeadlineMs to be a number of milliseconds >= 0`);
     }
+    if (options.onExceed !== undefined && options.onExceed !== 'block' && options.onExceed !== 'shrink') {
+      throw new RangeError(`${name} requires onExceed to be 'block' or 'shrink'`);
+    }
+    if (options.minOutputTokens !== undefined && (!Number.isInteger(options.minOutputTokens) || options.minOutputTokens < 1)) {
+      throw new RangeError(`${name} requires minOutputTokens to be an integer >= 1`);
+    }
+    this.id = labels.id;
+    this.name = labels.name;
+    this.labels = labels;
     this.options = options;
     this.scope = options.scope ?? 'resource';
     this.window = options.window ?? '7d';
     this.strategy = options.strategy ?? 'block';
-    this.messageTemplate = options.message ?? DEFAULT_MESSAGE;
+    this.messageTemplate = options.message ?? labels.defaultMessage;
     this.logger = options.logger;
     this.counter = new MessageTokenCounter({ encoding: options.encoding, cache: options.countCache ?? new TokenCountCache() });
   }
@@ -267,14 +333,18 @@ export class CostGuardProcessor {
     const store = mastra.getStorage?.()?.stores?.observability as ObservabilityStoreShape | undefined;
     if (!store || typeof store.getMetricAggregate !== 'function') {
       throw new Error(
-        'CostGuardProcessor requires a Tollgate client or observability storage with getMetricAggregate support. Pass `client`, or configure observability storage on your Mastra instance.',
+        `${this.labels.className} requires a Tollgate client or observability storage with getMetricAggregate support. Pass \`client\`, or configure observability storage on your Mastra instance.`,
       );
     }
     this.observability = new ObservabilityCostSource(store);
   }
 
-  /** Checks the cost limit before the step's LLM call; settles the previous steps' reservations first. */
-  async processInputStep(args: CostGuardStepArgs): Promise<void> {
+  /**
+   * Checks the cost limit before the step's LLM call; settles the previous steps' reservations
+   * first. Returns the step's changed model settings (and model) when the step was shrunk or
+   * moved to `fallbackModel`, nothing otherwise.
+   */
+  async processInputStep(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>): Promise<CostGuardStepResult | void> {
     const run = this.runState(args.state);
     const ids = readContextIds(args.requestContext, args);
     if (args.runId) ids.runId = args.runId;
@@ -287,9 +357,7 @@ export class CostGuardProcessor {
     const scopeKey = this.scope === 'run' ? undefined : `${this.scope}:${id}`;
 
     if (this.options.client) return this.checkWithTollgate(this.options.client, args, run, ids, maxCost, scopeKey);
-    if (!this.observability) {
-      throw new Error('CostGuardProcessor has no Tollgate client and was not registered with a Mastra instance');
-    }
+    if (!this.observability) return this.unregistered(args, maxCost, scopeKey);
     return this.checkWithObservability(this.observability, args, run, id, maxCost, scopeKey);
   }
 
@@ -307,7 +375,12 @@ export class CostGuardProcessor {
     const finish = args.chunks.find((c) => c.type === 'finish' || c.type === 'step-finish');
     const payload = finish?.payload as FinishPayload | undefined;
     const usage = payload?.output?.usage;
-    if (step && usage) await this.record(client, run, step, usage, payload.providerMetadata ?? payload.metadata?.providerMetadata);
+    if (!step || !usage) return;
+    // A step that called tools is followed by another (whose check does not wait for this record);
+    // any other is the run's last, and its record lands before generate() resolves.
+    const last = payload.stepResult?.reason !== 'tool-calls';
+    await this.record(client, run, step, usage, payload.providerMetadata ?? payload.metadata?.providerMetadata, last || this.options.awaitRecords === true);
+    if (last) await this.drain(run);
   }
 
   /**
@@ -330,66 +403,163 @@ export class CostGuardProcessor {
 
   private async checkWithTollgate(
     client: TollgateGuardClient,
-    args: CostGuardStepArgs,
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
     run: RunState,
     ids: GuardContext,
     maxCost: number,
     scopeKey: string | undefined,
-  ): Promise<void> {
-    const { provider, model } = modelIds(args.model);
+  ): Promise<CostGuardStepResult | void> {
     const entityName = args.agent?.name ?? args.agent?.id;
     const context: GuardContext = { ...ids, entityType: 'agent', ...(entityName ? { entityName } : {}) };
     const failMode = this.options.failMode ?? 'open';
-    const step: PendingStep = { stepIndex: args.stepNumber, provider, model, ...usageMeaning(args.model, provider), context, recorded: false };
-    const request: GuardCheckRequest = {
-      context,
-      limits: [
-        {
-          scope: this.scope,
-          ...(this.scope === 'run' ? {} : { window: this.window }),
-          maxCost,
-          ...(this.options.warnAtPercent !== undefined ? { warnAtPercent: this.options.warnAtPercent } : {}),
-        },
-      ],
-      estimate: {
-        provider,
-        model,
-        inputTokens: this.estimateInputTokens(args),
-        maxOutputTokens: args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096,
-      },
-      reserve: true,
-      // A step Mastra runs again (after an API error) is a new step for Tollgate; a busy retry is not.
-      stepId: `${run.runKey}:${args.stepNumber}${attempt(run, args.stepNumber)}`,
-      failMode,
+    const requestedMaxOutputTokens = args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096;
+    const minOutputTokens = this.options.minOutputTokens ?? 1;
+    // A step already at (or under) the floor cannot be shrunk: it is checked as it is.
+    const shrink = this.options.onExceed === 'shrink' && requestedMaxOutputTokens > minOutputTokens;
+    const inputTokens = this.estimateInputTokens(args);
+    // A step Mastra runs again (after an API error) is a new step for Tollgate; a busy retry is not.
+    const stepId = `${run.runKey}:${args.stepNumber}${attempt(run, args.stepNumber)}`;
+    const requestFor = (model: ModelShape | undefined, id: string): GuardCheckRequest => {
+      const ids = modelIds(model);
+      return {
+        context,
+        limits: [
+          {
+            scope: this.scope,
+            ...(this.scope === 'run' ? {} : { window: this.window }),
+            maxCost,
+            ...(this.options.warnAtPercent !== undefined ? { warnAtPercent: this.options.warnAtPercent } : {}),
+          },
+        ],
+        estimate: { provider: ids.provider, model: ids.model, inputTokens, maxOutputTokens: requestedMaxOutputTokens },
+        reserve: true,
+        stepId: id,
+        failMode,
+        ...(shrink ? { onExceed: 'shrink' as const, minOutputTokens } : {}),
+      };
     };
+    const step = this.pendingStep(args.stepNumber, args.model, context);
     let response: GuardCheckResponse;
     let elapsedMs: number;
+    // This run's records in flight when the check is sent may be counted at their reservations
+    // (the worst case): an answer that binds is asked again once they landed, so that it binds on
+    // what was spent.
+    const racing = run.inFlight.size > 0;
     try {
-      ({ response, elapsedMs } = await checkUntilServed(client, request, this.options.busyDeadlineMs ?? 10_000));
+      ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
+      if (racing && binds(response)) {
+        await this.drain(run);
+        if (!response.adjust) ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
+        else if (response.reservation && client.guard.release) {
+          await client.guard.release(response.reservation.id);
+          ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, `${stepId}:settled`)));
+        }
+      }
     } catch (error) {
       run.pending.push(step);
+      await this.drain(run);
       return this.unavailable(args, maxCost, scopeKey, error);
     }
     step.reservationId = response.reservation?.id;
     run.pending.push(step);
     // Before the check below: a busy answer is a deny without violations too, but not an outage.
-    if (isBusy(response)) return this.busy(args, maxCost, scopeKey, elapsedMs);
+    if (isBusy(response)) {
+      await this.drain(run);
+      return this.busy(args, maxCost, scopeKey, elapsedMs);
+    }
     // The SDK answers for an unreachable service itself: fail-closed comes back as a deny with no violation.
     if (response.decision === 'deny' && response.violations.length === 0) {
+      await this.drain(run);
       return this.unavailable(args, maxCost, scopeKey, new Error(response.reason ?? 'denied without a violation'));
     }
 
     // Our own limit first; a project policy (source 'policy:<name>') or another limit type can deny the step too.
     const ours = (f: GuardFinding) => f.source === 'request' && f.scope === this.scope && f.limitType === 'cost';
     const hard = response.decision === 'deny' ? (response.violations.find(ours) ?? response.violations.find((v) => v.limitType === 'cost') ?? response.violations[0]) : undefined;
-    if (hard) return this.violate(args, run, maxCost, scopeKey, finding(hard));
+    if (hard) {
+      const moved = await this.tryFallback(client, args, run, step, response.violations, requestFor, `${stepId}:fallback`, requestedMaxOutputTokens);
+      if (moved) return moved;
+      // The run ends here: the steps that ran are stored before the abort reaches the caller.
+      await this.drain(run);
+      return this.violate(args, run, maxCost, scopeKey, finding(hard));
+    }
     const soft = response.warnings.find((w) => ours(w) && w.threshold === 'soft');
     if (soft) await this.warnSoft(run, scopeKey, finding(soft));
+    if (response.adjust) return this.adjusted(args, response.adjust, args.model, undefined, requestedMaxOutputTokens);
+  }
+
+  /** `client.guard.check`, retried while Tollgate answers busy, within `busyDeadlineMs`. */
+  private ask(client: TollgateGuardClient, request: GuardCheckRequest) {
+    return checkUntilServed(client, request, this.options.busyDeadlineMs ?? 10_000);
+  }
+
+  private pendingStep(stepIndex: number, model: ModelShape | undefined, context: GuardContext): PendingStep {
+    const { provider, model: modelId } = modelIds(model);
+    return { stepIndex, provider, model: modelId, ...usageMeaning(model, provider), context, recorded: false };
+  }
+
+  /**
+   * The step does not fit on its own model: when a `fallbackModel` is configured (another
+   * model), the step is checked and reserved on it, and runs on it if that fits. Undefined when
+   * it does not (or cannot be asked): the step is then denied on its own model's finding.
+   */
+  private async tryFallback(
+    client: TollgateGuardClient,
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    run: RunState,
+    denied: PendingStep,
+    violations: GuardFinding[],
+    requestFor: (model: ModelShape | undefined, id: string) => GuardCheckRequest,
+    stepId: string,
+    requestedMaxOutputTokens: number,
+  ): Promise<CostGuardStepResult | undefined> {
+    const fallback = this.options.fallbackModel;
+    if (!fallback) return undefined;
+    const target = modelIds(fallback);
+    if (target.provider === denied.provider && target.model === denied.model) return undefined;
+    let response: GuardCheckResponse;
+    try {
+      ({ response } = await this.ask(client, requestFor(fallback, stepId)));
+    } catch (error) {
+      this.log(`Cost guard: could not check step ${args.stepNumber} on the fallback model ${target.provider}/${target.model}: ${(error as Error)?.message ?? String(error)}`);
+      return undefined;
+    }
+    if (response.decision !== 'allow' || response.reason) return undefined;
+    // The step runs on the fallback: its usage settles the fallback's reservation, under its ids.
+    run.pending.splice(run.pending.indexOf(denied), 1);
+    run.pending.push({ ...this.pendingStep(args.stepNumber, fallback, denied.context), reservationId: response.reservation?.id });
+    const adjust = response.adjust ?? { maxOutputTokens: requestedMaxOutputTokens, requestedMaxOutputTokens, limitedBy: [] };
+    return this.adjusted(args, { ...adjust, limitedBy: violations }, fallback, args.model, requestedMaxOutputTokens);
+  }
+
+  /** The step's changed settings, and its model wrapped so that its result reports the change. */
+  private adjusted(
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    adjust: GuardAdjust,
+    model: ModelShape | FallbackModel | undefined,
+    movedFrom: ModelShape | undefined,
+    requestedMaxOutputTokens: number,
+  ): CostGuardStepResult {
+    const name = (m: ModelShape | undefined) => {
+      const { provider, model: modelId } = modelIds(m);
+      return `${provider}/${modelId}`;
+    };
+    const report: CostGuardStepReport = {
+      processorId: this.id,
+      maxOutputTokens: adjust.maxOutputTokens,
+      requestedMaxOutputTokens,
+      ...(movedFrom !== undefined ? { model: name(model), requestedModel: name(movedFrom) } : {}),
+      limitedBy: adjust.limitedBy.map((f) => ({ scopeKey: f.scopeKey, limitType: f.limitType, usage: f.usage, limit: f.limit, unit: f.unit, source: f.source })),
+    };
+    return {
+      ...(adjust.maxOutputTokens < requestedMaxOutputTokens ? { modelSettings: { ...args.modelSettings, maxOutputTokens: adjust.maxOutputTokens } } : {}),
+      model: reportingModel(model, report),
+    };
   }
 
   private async checkWithObservability(
     source: ObservabilityCostSource,
-    args: CostGuardStepArgs,
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
     run: RunState,
     id: string,
     maxCost: number,
@@ -410,7 +580,7 @@ export class CostGuardProcessor {
     }
   }
 
-  private async violate(args: CostGuardStepArgs, run: RunState, maxCost: number, scopeKey: string | undefined, f: Finding): Promise<void> {
+  private async violate(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, run: RunState, maxCost: number, scopeKey: string | undefined, f: Finding): Promise<void> {
     const message = formatViolationMessage(this.messageTemplate, f.usage, f.limit);
     const totalUsage = { estimatedCost: f.usage, costUnit: f.unit };
     const detail: CostGuardViolationDetail = {
@@ -427,8 +597,8 @@ export class CostGuardProcessor {
       await this.notifyOnce(run, 'hard', message, detail);
       return;
     }
-    const metadata: CostGuardTripwireMetadata = {
-      processorId: 'cost-guard',
+    const metadata: CostGuardTripwireMetadata<Id> = {
+      processorId: this.id,
       usage: totalUsage,
       maxCost,
       scope: this.scope,
@@ -443,7 +613,7 @@ export class CostGuardProcessor {
 
   private async warnSoft(run: RunState, scopeKey: string | undefined, f: Finding): Promise<void> {
     if (run.notified.has('soft')) return;
-    const message = `Cost guard: cost reached ${this.options.warnAtPercent}% of the limit (${formatCost(f.usage)}/${formatCost(f.limit)})`;
+    const message = this.labels.softMessage(this.options.warnAtPercent!, formatCost(f.usage), formatCost(f.limit));
     this.log(message);
     await this.notifyOnce(run, 'soft', message, {
       usage: f.usage,
@@ -473,7 +643,7 @@ export class CostGuardProcessor {
    * the guard does not call onViolation (Mastra's runner does, on the abort, with metadata whose
    * `reason: 'busy'` says so), and the message says what happened.
    */
-  private busy(args: CostGuardStepArgs, maxCost: number, scopeKey: string | undefined, elapsedMs: number): void {
+  private busy(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined, elapsedMs: number): void {
     const why = `Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after ${elapsedMs} ms of retries`;
     if (this.strategy === 'warn') {
       this.log(`${why}; letting the step run unreserved (strategy 'warn'); no budget was checked`);
@@ -481,11 +651,11 @@ export class CostGuardProcessor {
     }
     args.abort(`${why}; blocking the step; no budget was checked`, {
       retry: false,
-      metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard', reason: 'busy' },
+      metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard', reason: 'busy' },
     });
   }
 
-  private unavailable(args: CostGuardStepArgs, maxCost: number, scopeKey: string | undefined, error: unknown): void {
+  private unavailable(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined, error: unknown): void {
     const reason = (error as Error)?.message ?? String(error);
     if (this.options.failMode !== 'closed') {
       this.log(`Cost guard: cost check failed, allowing the step (fail-open): ${reason}`);
@@ -493,8 +663,27 @@ export class CostGuardProcessor {
     }
     args.abort(`Cost guard: cost check failed, blocking the step (fail-closed): ${reason}`, {
       retry: false,
-      metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
+      metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
     });
+  }
+
+  /**
+   * No Tollgate client, and never registered with a Mastra instance (whose registration would
+   * have thrown without observability storage): nothing to read the cost from. The specification
+   * fails open when the cost cannot be read, so the step runs (a warning, once), unless
+   * `failMode: 'closed'`.
+   */
+  private unregistered(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined): void {
+    const why = `${this.labels.className} has no Tollgate client and was not registered with a Mastra instance, so it has no observability storage to read the cost from`;
+    if (this.options.failMode === 'closed') {
+      args.abort(`Cost guard: ${why}; blocking the step (fail-closed)`, {
+        retry: false,
+        metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
+      });
+    }
+    if (this.warnedUnregistered) return;
+    this.warnedUnregistered = true;
+    this.log(`Cost guard: ${why}; the cost is not checked and steps run (fail-open). Pass \`client\`, or register the agent with a Mastra instance that has observability storage.`);
   }
 
   /**
@@ -508,11 +697,22 @@ export class CostGuardProcessor {
       const done = steps[step.stepIndex];
       if (!done?.usage) continue;
       step.context = { ...ids, ...step.context };
-      await this.record(client, run, step, done.usage, done.providerMetadata);
+      await this.record(client, run, step, done.usage, done.providerMetadata, this.options.awaitRecords === true);
     }
   }
 
-  private async record(client: TollgateGuardClient, run: RunState, step: PendingStep, usage: StepUsageShape, providerMetadata: Readonly<Record<string, unknown>> | undefined): Promise<void> {
+  /**
+   * Records the step's usage, which settles its reservation. With `wait`, resolves once it is
+   * stored; otherwise once it is handed to the client, the delivery tracked in `run.inFlight`.
+   */
+  private async record(
+    client: TollgateGuardClient,
+    run: RunState,
+    step: PendingStep,
+    usage: StepUsageShape,
+    providerMetadata: Readonly<Record<string, unknown>> | undefined,
+    wait: boolean,
+  ): Promise<void> {
     if (step.recorded) return;
     step.recorded = true;
     const c = step.context;
@@ -532,21 +732,38 @@ export class CostGuardProcessor {
       ...(step.reservationId ? { reservationId: step.reservationId } : {}),
       stepIndex: step.stepIndex,
     };
+    // Left unrecorded on failure: the next step retries (same eventId, so Tollgate deduplicates).
+    // An unrecorded reservation keeps holding the worst case until it expires, then stops counting.
+    const failed = (error: unknown) => {
+      step.recorded = false;
+      this.log(`Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`);
+    };
+    let delivery: Promise<unknown> | undefined;
     try {
       await client.events.record(event);
       // The SDK buffers events. Until this one is stored, Tollgate counts the step at its
       // reservation (the worst case); delivering it now lets the next check read the actual usage.
-      await client.events.flush?.();
+      delivery = client.events.flush?.();
+      if (wait) await delivery;
     } catch (error) {
-      // Left unrecorded: the next step retries (same eventId, so Tollgate deduplicates). An
-      // unrecorded reservation keeps holding the worst case until it expires, then stops counting.
-      step.recorded = false;
-      this.log(`Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`);
+      return failed(error);
     }
+    if (wait || !delivery) return;
+    const tracked: Promise<void> = delivery.then(
+      () => undefined,
+      (error: unknown) => failed(error),
+    );
+    run.inFlight.add(tracked);
+    void tracked.finally(() => run.inFlight.delete(tracked));
+  }
+
+  /** Waits until every record this run sent in the background is stored (or failed). */
+  private async drain(run: RunState): Promise<void> {
+    while (run.inFlight.size) await Promise.all([...run.inFlight]);
   }
 
   /** Outgoing messages of the step, counted exactly, plus the conversation overhead. */
-  private estimateInputTokens(args: CostGuardStepArgs): number {
+  private estimateInputTokens(args: Pick<CostGuardStepArgs, 'messageList' | 'messages' | 'systemMessages'>): number {
     const messages = args.messageList?.get.all.db() ?? args.messages ?? [];
     const systemMessages = args.messageList?.getAllSystemMessages() ?? args.systemMessages ?? [];
     let tokens = TOKENS_PER_CONVERSATION;
@@ -575,7 +792,7 @@ export class CostGuardProcessor {
   private runState(state: Record<string, unknown>): RunState {
     let run = state[this.stateKey] as RunState | undefined;
     if (!run) {
-      run = { runKey: randomUUID(), pending: [], notified: new Set() };
+      run = { runKey: randomUUID(), pending: [], notified: new Set(), inFlight: new Set() };
       state[this.stateKey] = run;
     }
     return run;
@@ -587,6 +804,59 @@ export class CostGuardProcessor {
     else logger.warn(message, { error });
   }
 }
+
+/**
+ * Enforces a cost limit before every LLM call of an agent run (`processInputStep`).
+ *
+ * With a Tollgate `client` it is exact: each step asks Tollgate's guard with an estimate of the
+ * step (outgoing messages counted with js-tiktoken, output capped by `maxOutputTokens`) and
+ * reserves that worst case; the step's actual usage is recorded afterwards (`processLLMResponse`,
+ * or at the next step from `steps`), which settles the reservation. Concurrent runs on one
+ * budget therefore cannot overspend it. Without a client it reads Mastra's observability store
+ * like `@mastra/core`'s own cost guard (approximate: metrics land with a delay).
+ *
+ * @example
+ * ```ts
+ * const costGuard = new CostGuardProcessor({ maxCost: 5, scope: 'thread', window: '24h', client: tollgate });
+ * costGuard.onViolation = ({ detail }) => alert(detail);
+ * new Agent({ …, inputProcessors: [costGuard] });
+ * ```
+ */
+export class CostGuardProcessor extends CostGuardBase<'cost-guard'> {
+  constructor(options: CostGuardOptions) {
+    super(options, COST_GUARD);
+  }
+}
+
+/**
+ * The same guard under the name `@mastra/core` gives it from 1.59 on, with Mastra's id
+ * (`'token-cost-control'`, also in its TripWire metadata), name (`'Token Cost Control'`) and
+ * default texts (`'Cost control: estimated cost limit exceeded ({usage}/{limit})'`), and the same
+ * options: code written for Mastra's `TokenCostControl` moves over by changing its import, and
+ * gains the exact mode by passing `client`.
+ *
+ * @example
+ * ```ts
+ * import { TokenCostControl } from '@tollgate/processors'; // was '@mastra/core/processors'
+ * const guard = new TokenCostControl({ maxCost: 10, scope: 'resource', window: '30d', client: tollgate });
+ * ```
+ */
+export class TokenCostControl extends CostGuardBase<'token-cost-control'> {
+  constructor(options: TokenCostControlOptions) {
+    super(options, TOKEN_COST_CONTROL);
+  }
+}
+
+/** Options of {@link TokenCostControl}: those of {@link CostGuardProcessor}. */
+export type TokenCostControlOptions = CostGuardOptions;
+/** Metadata of the TripWire {@link TokenCostControl} raises. */
+export type TokenCostControlTripwireMetadata = CostGuardTripwireMetadata<'token-cost-control'>;
+/** `detail` of {@link TokenCostControl}'s violations. */
+export type TokenCostControlViolationDetail = CostGuardViolationDetail;
+/** Cost usage as {@link TokenCostControl} reports it. */
+export type TokenCostControlUsage = CostGuardUsage;
+/** Per-provider/model cost entry of {@link TokenCostControl}'s violations. */
+export type TokenCostControlBreakdownEntry = CostGuardBreakdownEntry;
 
 interface Finding {
   usage: number;
@@ -601,6 +871,8 @@ function finding(f: GuardFinding): Finding {
 
 /** The `finish` chunk's payload, as far as recording reads it. */
 interface FinishPayload {
+  /** `reason: 'tool-calls'` when the run goes on with another step. */
+  stepResult?: { reason?: string };
   output?: { usage?: StepUsageShape };
   providerMetadata?: Readonly<Record<string, unknown>>;
   metadata?: { providerMetadata?: Readonly<Record<string, unknown>> };
@@ -611,6 +883,12 @@ function usageMeaning(model: ModelShape | undefined, provider: string): Pick<Pen
   if (typeof model !== 'object' || model === null) return { providerId: provider };
   const spec = (model as { specificationVersion?: unknown }).specificationVersion;
   return { providerId: model.provider ?? provider, ...(spec === 'v2' || spec === 'v3' ? { specVersion: spec } : {}) };
+}
+
+/** An answer that stops or shrinks the step (a busy or unreachable guard's is not about the budget). */
+function binds(response: GuardCheckResponse): boolean {
+  if (response.adjust) return true;
+  return response.decision === 'deny' && response.violations.length > 0 && !response.reason;
 }
 
 function attempt(run: RunState, stepIndex: number): string {

@@ -61,6 +61,20 @@ export interface GuardCheckRequest {
   failMode?: 'open' | 'closed';
   /** Evaluate without reserving or auditing anything. */
   dryRun?: boolean;
+  /** `'shrink'`: a step that does not fit may be allowed with fewer output tokens (the answer's `adjust`). Default `'block'`. */
+  onExceed?: 'block' | 'shrink';
+  /** The fewest output tokens a shrunk step may have (default 1, at most `estimate.maxOutputTokens`). */
+  minOutputTokens?: number;
+}
+
+/** How a step that did not fit may run: capped at `maxOutputTokens` output tokens. */
+export interface GuardAdjust {
+  /** The most output tokens that fit every limit; the reservation holds this many. */
+  maxOutputTokens: number;
+  /** The request's `estimate.maxOutputTokens`. */
+  requestedMaxOutputTokens: number;
+  /** What the step would have been denied for at its full size. */
+  limitedBy: GuardFinding[];
 }
 
 /** One limit reached (violation) or approached (warning). */
@@ -143,6 +157,8 @@ export interface GuardCheckResponse {
   reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
   /** Present whenever the request had an estimate, dry runs included. */
   estimate?: GuardEstimateView;
+  /** On an `allow` that holds only if the step's output is capped at `adjust.maxOutputTokens` (`onExceed: 'shrink'`). */
+  adjust?: GuardAdjust;
   asOf: string;
 }
 
@@ -190,7 +206,7 @@ export interface TollgateGuardClient {
     /** May buffer (the SDK does) or send at once; a returned promise is awaited. */
     record(event: StepUsageEvent): unknown;
     /** Delivers what `record` buffered. The cost guard awaits it after recording a step, so the next check reads the actual usage. */
-    flush?(): Promise<void>;
+    flush?(): Promise<unknown>;
   };
 }
 
