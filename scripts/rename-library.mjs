@@ -14,7 +14,7 @@ if (!NAME.test(from ?? '') || !NAME.test(to ?? '')) {
   process.exit(2);
 }
 const git = (...args) => execFileSync('git', args, { encoding: 'utf8' });
-if (git('status', '--porcelain').trim()) {
+if (git('status', '--porcelain', '--untracked-files=no').trim()) {
   console.error('the work tree has changes: commit or wait for them first, so this pass is one commit of its own');
   process.exit(1);
 }
@@ -25,11 +25,11 @@ const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const rewrites = [
   // '@tollgate/metrics', "@tollgate/metrics/…", `@tollgate/metrics` — not '@tollgate/metrics-other'.
   [new RegExp(`@tollgate/${escape(from)}(?=[/'"\`\\s)\\]]|$)`, 'gm'), `@tollgate/${to}`],
-  [new RegExp(`libs/${escape(from)}(?=/)`, 'g'), `libs/${to}`],
+  [new RegExp(`libs/${escape(from)}(?=[/'"\`\\s)\\]]|$)`, 'gm'), `libs/${to}`],
   [new RegExp(`((?:\\.\\./)+)${escape(from)}/src\\b`, 'g'), `$1${to}/src`],
 ];
 const TEXT = /\.(ts|js|mjs|cjs|json|md|ya?ml|html|css|sh)$|(^|\/)(Dockerfile|\.ci\/run)$/;
-const SKIP = /^(package-lock\.json|generated\/|dist\/)/;
+const SKIP = /^(package-lock\.json|generated\/|dist\/|scripts\/rename-library\.mjs$)/;
 
 const changed = [];
 for (const file of git('ls-files').split('\n').filter(Boolean)) {
