@@ -92,6 +92,35 @@ describe('budget alerts', () => {
     }
   });
 
+  it("a request limit's thresholds alert like a policy's, from the check that named them on", async () => {
+    const p = await createProject(svc.url);
+    const resourceId = `r-${randomUUID()}`;
+    const limits = [{ scope: 'resource', window: '24h', maxTotalTokens: 1000, alerts: [50], alertHysteresis: 10 }];
+    expect((await api(p, 'POST', '/v1/guard/check', { context: { resourceId }, limits })).body.decision).toBe('allow');
+    const step = tokens(resourceId, 600);
+    await ingest(p, [step]);
+    await ingest(p, [tokens(resourceId, 100)]);
+    expect((await alertsOf(p, `resource:${resourceId}`)).map((a) => [a.source, a.threshold, a.usage, a.stepEventId])).toEqual([['request', 50, 600, step.eventId]]);
+    const bad = await api(p, 'POST', '/v1/guard/check', { context: { resourceId }, limits: [{ ...limits[0], alerts: [-1] }] });
+    expect({ status: bad.status, field: bad.body.field }).toEqual({ status: 400, field: 'limits[0].alerts[0]' });
+  });
+
+  it('a threshold removed from a policy does not alert again', async () => {
+    const p = await createProject(svc.url);
+    const resourceId = `r-${randomUUID()}`;
+    const t0 = now;
+    try {
+      await policy(p, 'hourly', { scope: 'resource', window: '1h', maxTotalTokens: 1000, alerts: [50] });
+      await ingest(p, [tokens(resourceId, 600, t0 - 50 * MIN)]);
+      await policy(p, 'hourly', { scope: 'resource', window: '1h', maxTotalTokens: 1000, alerts: [90] });
+      now = t0 + 20 * MIN; // aged out: the 50% state would have re-armed
+      await ingest(p, [tokens(resourceId, 600)]);
+      expect((await alertsOf(p, `resource:${resourceId}`)).map((a) => a.threshold)).toEqual([50]);
+    } finally {
+      now = t0;
+    }
+  });
+
   it('a run budget crosses once', async () => {
     const p = await createProject(svc.url);
     await policy(p, 'run', { scope: 'run', maxTotalTokens: 1000, alerts: [50] });

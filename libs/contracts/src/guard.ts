@@ -55,13 +55,26 @@ const budgetFields = {
   warnAtPercent: z.number({ error: 'must be a number' }).gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
 };
 
+/** Budget alerts: thresholds in percent of each limit, each crossed once (BudgetThresholdCrossed). */
+const alertFields = {
+  alerts: z
+    .array(z.number({ error: 'must be a number' }).finite('must be finite').gt(0, 'must be above 0').max(1000, 'must be at most 1000'))
+    .max(10, 'must hold at most 10 thresholds')
+    .refine((a) => new Set(a).size === a.length, 'must not repeat a threshold')
+    .optional(),
+  /** Points a rolling window's usage must fall below a threshold before it alerts again (default 5). */
+  alertHysteresis: z.number({ error: 'must be a number' }).min(0, 'must not be negative').max(100, 'must be at most 100').optional(),
+};
+/** Points below a threshold a rolling window must fall before the threshold alerts again, unless a policy says. */
+export const DEFAULT_ALERT_HYSTERESIS = 5;
+
 const hasAnAmount = [
   (l: { maxCost?: number; maxTotalTokens?: number; maxInputTokens?: number; maxOutputTokens?: number }) =>
     l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined,
   { message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens' },
 ] as const;
 
-export const guardLimitSchema = z.strictObject(budgetFields).refine(...hasAnAmount);
+export const guardLimitSchema = z.strictObject({ ...budgetFields, ...alertFields }).refine(...hasAnAmount);
 export type GuardLimit = z.infer<typeof guardLimitSchema>;
 
 export const guardEstimateSchema = z.strictObject({
@@ -243,19 +256,6 @@ export interface GuardCheckResponse {
   adjust?: GuardAdjust;
   asOf: string;
 }
-
-/** Budget alerts: thresholds in percent of each limit, each crossed once (BudgetThresholdCrossed). */
-const alertFields = {
-  alerts: z
-    .array(z.number({ error: 'must be a number' }).finite('must be finite').gt(0, 'must be above 0').max(1000, 'must be at most 1000'))
-    .max(10, 'must hold at most 10 thresholds')
-    .refine((a) => new Set(a).size === a.length, 'must not repeat a threshold')
-    .optional(),
-  /** Points a rolling window's usage must fall below a threshold before it alerts again (default 5). */
-  alertHysteresis: z.number({ error: 'must be a number' }).min(0, 'must not be negative').max(100, 'must be at most 100').optional(),
-};
-/** Points below a threshold a rolling window must fall before the threshold alerts again, unless a policy says. */
-export const DEFAULT_ALERT_HYSTERESIS = 5;
 
 export const policySchema = z
   .strictObject({

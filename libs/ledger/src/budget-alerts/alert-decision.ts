@@ -1,4 +1,5 @@
-import { DEFAULT_ALERT_HYSTERESIS, WINDOW_MS, type LimitType, type Scope, type Window } from '@tollgate/contracts';
+import { DEFAULT_ALERT_HYSTERESIS, WINDOW_MS, type GuardContext, type GuardLimit, type LimitType, type Scope, type Window } from '@tollgate/contracts';
+import { scopeIdOf } from '../check-guard/effective-limits';
 import { createHash } from 'node:crypto';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
 import type { UsageTotals } from '../check-guard/guard-decision';
@@ -91,6 +92,40 @@ export function policyAlerts(policies: readonly StoredPolicy[], scopeKeys: Itera
             firedCount: 0,
           });
         }
+      }
+    }
+  }
+  return out;
+}
+
+/** The alert states a check's request limits name (source `request`), armed unless stored otherwise. */
+export function requestAlerts(limits: readonly GuardLimit[], context: GuardContext, projectCostUnit: string): AlertState[] {
+  const out: AlertState[] = [];
+  for (const l of limits) {
+    const id = scopeIdOf(context, l.scope);
+    if (!l.alerts?.length || !id) continue;
+    const each: [LimitType, number | undefined][] = [
+      ['cost', l.maxCost === undefined ? undefined : Math.round(l.maxCost * MICRO)],
+      ['totalTokens', l.maxTotalTokens],
+      ['inputTokens', l.maxInputTokens],
+      ['outputTokens', l.maxOutputTokens],
+    ];
+    for (const [limitType, limit] of each) {
+      if (limit === undefined) continue;
+      for (const threshold of l.alerts) {
+        out.push({
+          scopeKey: `${l.scope}:${id}`,
+          window: l.scope === 'run' ? null : l.window,
+          source: 'request',
+          limitType,
+          kind: 'threshold',
+          threshold,
+          limit,
+          unit: limitType === 'cost' ? (l.costUnit ?? projectCostUnit) : 'tokens',
+          hysteresis: l.alertHysteresis ?? DEFAULT_ALERT_HYSTERESIS,
+          fired: false,
+          firedCount: 0,
+        });
       }
     }
   }

@@ -44,11 +44,16 @@ export function statesOf(rows: readonly Record<string, unknown>[]): AlertState[]
   }));
 }
 
-/** Stored states replace the defaults of the same alert. */
+/**
+ * Stored states replace the defaults of the same alert. A policy's threshold that is no longer
+ * among its alerts (changed, or the policy deleted) is left out: it must not fire again. An
+ * exhausted budget's state stays until it re-arms.
+ */
 export function mergeStates(defaults: readonly AlertState[], stored: readonly AlertState[]): AlertState[] {
   const byKey = new Map(defaults.map((s) => [stateKey(s), s]));
   for (const s of stored) {
     const d = byKey.get(stateKey(s));
+    if (!d && s.kind === 'threshold' && s.source.startsWith('policy:')) continue;
     // A policy's limit or hysteresis may have changed since: today's apply, the state is kept.
     byKey.set(stateKey(s), d ? { ...d, fired: s.fired, firedCount: s.firedCount } : s);
   }
@@ -192,4 +197,29 @@ export async function fireExhausted(db: Sql, projectId: string, exhaustions: rea
     projectId,
   );
   return written.map((r) => r.event_id);
+}
+
+/**
+ * Registers the thresholds of a check's request limits as armed alert states (a commit knows no
+ * request: it alerts on the states it finds). One state per scope, window, limit type and
+ * threshold: the last request's limit and hysteresis apply. Returns how many rows changed.
+ */
+export async function registerRequestAlerts(db: Sql, projectId: string, states: readonly AlertState[]): Promise<number> {
+  if (!states.length) return 0;
+  const rows = await db.query<{ n: number }>(
+    `WITH sin AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${STATE_COLUMNS}, fired_at timestamptz)),
+     up AS (
+       INSERT INTO budget_alert_states AS s (project_id, scope_key, "window", source, limit_type, kind, threshold, limit_value, unit, hysteresis, fired, fired_count)
+       SELECT $2, scope_key, "window", source, limit_type, kind, threshold, limit_value, unit, hysteresis, false, 0
+         FROM sin ORDER BY scope_key, "window", source, limit_type, kind, threshold
+       ON CONFLICT (project_id, scope_key, "window", source, limit_type, kind, threshold) DO UPDATE
+          SET limit_value = excluded.limit_value, unit = excluded.unit, hysteresis = excluded.hysteresis, updated_at = now()
+        WHERE (s.limit_value, s.unit, s.hysteresis) IS DISTINCT FROM (excluded.limit_value, excluded.unit, excluded.hysteresis)
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM up`,
+    JSON.stringify(states.map((st) => stateRecord(st, new Date(0)))),
+    projectId,
+  );
+  return rows[0]?.n ?? 0;
 }

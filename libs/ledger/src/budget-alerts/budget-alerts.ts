@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { GuardFinding, Scope } from '@tollgate/contracts';
+import type { GuardCheckRequest, GuardFinding, Scope } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService, type Sql } from '@tollgate/database';
 import { alertsFired } from '@tollgate/observability/metrics';
 import { Caches, Clock } from '@tollgate/platform';
 import type { ProjectSettings } from '../check-guard/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
-import { alertingScopes, decideAlerts, policiesAlert, policyAlerts, type AlertState, type StepContribution } from './alert-decision';
-import { alertOpeningStatements, commitAlertOutcome, fireExhausted, mergeStates, statesOf, writeAlertOutcome, type Exhaustion } from './alert-state.sql';
+import { alertingScopes, decideAlerts, policiesAlert, policyAlerts, requestAlerts, stateKey, type AlertState, type StepContribution } from './alert-decision';
+import { alertOpeningStatements, commitAlertOutcome, fireExhausted, mergeStates, registerRequestAlerts, statesOf, writeAlertOutcome, type Exhaustion } from './alert-state.sql';
 import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
 
 /** Bounds an alerting commit's lock waits and statements (64 agents on one scope take turns). */
@@ -24,6 +24,9 @@ const live = (s: AlertState) => (s.kind === 'threshold' ? !s.fired || s.window !
  */
 @Injectable()
 export class BudgetAlerts {
+  /** Request thresholds this process registered, with their limit (see register). */
+  private readonly registered = new Map<string, string>();
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly clock: Clock,
@@ -35,6 +38,38 @@ export class BudgetAlerts {
     return settings !== null && (policiesAlert(settings.policies) || settings.alertStates === true);
   }
 
+  /** The scopes whose commits take alert locks: a policy's thresholds, or a request's. */
+  private alertingScopes(settings: ProjectSettings): Set<string> {
+    return new Set([...alertingScopes(settings.policies), ...(settings.requestAlertScopes ?? [])]);
+  }
+
+  /**
+   * A check's request limits with `alerts`: their thresholds become armed alert states, which the
+   * commits of the scope's steps then decide like a policy's. Written once per change (a process
+   * remembers what it registered), so a check repeating the same limits adds no write.
+   */
+  async register(projectId: string, request: GuardCheckRequest, settings: ProjectSettings): Promise<void> {
+    if (!request.limits?.some((l) => l.alerts?.length)) return;
+    const fresh = requestAlerts(request.limits, request.context, settings.money.base).filter((s) => {
+      const key = `${projectId}\u001f${stateKey(s)}`;
+      const sig = `${s.limit}\u001f${s.unit}\u001f${s.hysteresis}`;
+      if (this.registered.get(key) === sig) return false;
+      if (this.registered.size > 100_000) this.registered.clear();
+      this.registered.set(key, sig);
+      return true;
+    });
+    if (!fresh.length) return;
+    const known = new Set(settings.requestAlertScopes ?? []);
+    try {
+      await registerRequestAlerts(this.prisma.sql, projectId, fresh);
+    } catch (err) {
+      for (const s of fresh) this.registered.delete(`${projectId}\u001f${stateKey(s)}`);
+      throw err;
+    }
+    // A scope's first request thresholds: every replica's commits must lock it from now on.
+    if (!settings.alertStates || fresh.some((s) => !known.has(scopeOf(s.scopeKey)))) await this.announce(this.prisma.sql, projectId);
+  }
+
   /**
    * Runs `write` (the commit's own statements) in a transaction that first takes the alert locks
    * of `scopeKeys` with a threshold policy and reads their alert states, then reads the usage
@@ -42,7 +77,7 @@ export class BudgetAlerts {
    * `BudgetThresholdCrossed` events with it.
    */
   async commit<T>(projectId: string, settings: ProjectSettings, scopeKeys: readonly string[], write: (tx: Sql) => Promise<{ result: T; steps: StepContribution[] }>): Promise<T> {
-    const alerting = alertingScopes(settings.policies);
+    const alerting = this.alertingScopes(settings);
     const lockKeys = scopeKeys.filter((k) => alerting.has(scopeOf(k)));
     const opening = alertOpeningStatements(projectId, lockKeys, scopeKeys);
     return this.prisma.transaction(async (tx, opened) => {
@@ -58,7 +93,7 @@ export class BudgetAlerts {
    * `write`, which returns what its steps added.
    */
   async decideIn(tx: Sql, projectId: string, settings: ProjectSettings, scopeKeys: readonly string[], write: () => Promise<StepContribution[]>): Promise<void> {
-    const alerting = alertingScopes(settings.policies);
+    const alerting = this.alertingScopes(settings);
     const statements = alertOpeningStatements(projectId, scopeKeys.filter((k) => alerting.has(scopeOf(k))), scopeKeys);
     for (const lock of statements.slice(0, -1)) await tx.query(lock);
     const stored = statesOf(await tx.query(statements[statements.length - 1]));

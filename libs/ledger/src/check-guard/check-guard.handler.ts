@@ -136,6 +136,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // that has read it would wait on forever. (Cached: a no-op once this month's partition is known.)
     await this.partitions.ensureFor([now]);
     const check = await this.load(projectId, request, now);
+    // A request limit's alert thresholds are decided by the commits of its scope's steps.
+    if (!request.dryRun) await this.alerts.register(projectId, request, check.settings);
     if (check.case.reserve) {
       // Reserving checks serialize on every scope they hold, so N agents racing one budget each
       // see the reservations of those before them; they are decided in groups (one transaction

@@ -28,6 +28,8 @@ export interface ProjectSettings extends GuardSettings {
   overrides: PriceOverrideRate[];
   /** Some budget of the project has alerted (a fired or re-armed state exists): commits look at those states. */
   alertStates?: boolean;
+  /** The scopes (`resource`, …) on which a check's request limit registered alert thresholds. */
+  requestAlertScopes?: string[];
 }
 
 /** Everything a check needs to know about its project, in one round trip. */
@@ -41,11 +43,14 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     policies: StoredPolicy[];
     overrides: any[];
     alert_states: boolean;
+    request_alert_scopes: string[];
   }>(
     `SELECT p.unpriced_policy, p.unpriced_fallback, p.cost_unit, p.exchange_rates, p.max_event_age_days,
             coalesce((SELECT jsonb_agg(to_jsonb(pol)) FROM policies pol WHERE pol.project_id = p.id), '[]'::jsonb) AS policies,
             coalesce((SELECT jsonb_agg(to_jsonb(o)) FROM price_overrides o WHERE o.project_id = p.id), '[]'::jsonb) AS overrides,
-            EXISTS (SELECT 1 FROM budget_alert_states s WHERE s.project_id = p.id) AS alert_states
+            EXISTS (SELECT 1 FROM budget_alert_states s WHERE s.project_id = p.id) AS alert_states,
+            coalesce((SELECT array_agg(DISTINCT split_part(s.scope_key, ':', 1)) FROM budget_alert_states s
+                       WHERE s.project_id = p.id AND s.kind = 'threshold' AND s.source = 'request'), '{}') AS request_alert_scopes
        FROM projects p WHERE p.id = $1`,
     projectId,
   );
@@ -57,6 +62,7 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
     maxEventAgeDays: row.max_event_age_days,
     policies: row.policies,
     alertStates: row.alert_states,
+    requestAlertScopes: row.request_alert_scopes,
     overrides: row.overrides.map((o) => ({
       id: o.id,
       provider: o.provider,
