@@ -1,6 +1,7 @@
 /**
  * bench:ingest — events per second through POST /v1/events (batches of 100, concurrent client)
  * against the same rows inserted directly with multi-row INSERTs into the same tables, in one run.
+ * BENCH_ALERTS=1 gives the project a policy with alert thresholds on every resource (the alerting commit path).
  */
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
@@ -88,6 +89,11 @@ async function main() {
   try {
     const project = await createBenchProject(svc.url);
     const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
+    if (process.env.BENCH_ALERTS === '1') {
+      // Budget alerts on every resource: each commit then locks its resources and decides their thresholds.
+      const res = await fetch(`${svc.url}/v1/policies/alerts`, { method: 'PUT', headers, body: JSON.stringify({ scope: 'resource', window: '24h', maxTotalTokens: 1e12, alerts: [50, 80, 100] }) });
+      if (res.status !== 200) throw new Error(`policy: ${res.status}`);
+    }
     const viaHttp = async (events: Event[]) => {
       const res = await fetch(`${svc.url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
       const body = (await res.json()) as { accepted: number };
