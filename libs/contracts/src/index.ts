@@ -2,3 +2,4 @@ export * from './step-event';
 export * from './validation';
 export * from './guard';
 export * from './usage/normalize-usage';
+export * from './usage/provider-usage';

@@ -80,8 +80,68 @@ export const labelsSchema = z
   .record(z.string().min(1, 'label keys must not be empty').max(128, 'label keys must be at most 128 characters').regex(noControl, 'label keys must not contain control characters'), z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'))
   .refine((l) => Object.keys(l).length <= MAX_LABELS, `must have at most ${MAX_LABELS} labels`);
 
+/** The provider usage shapes the service reads (libs/contracts/src/usage/provider-usage.ts). */
+export const PROVIDER_USAGE_FORMATS = ['openai', 'anthropic', 'gemini', 'bedrock', 'ai-sdk'] as const;
+export type ProviderUsageFormat = (typeof PROVIDER_USAGE_FORMATS)[number];
+
+const MAX_RAW_KEYS = 200;
+const MAX_RAW_DEPTH = 4;
+/** A key that names a token count in any provider's usage (`input_tokens`, `promptTokenCount`, `inputTokens`, …). */
+const COUNT_KEY = /tokens?$|tokencount$|token_count$/i;
+
+/**
+ * A provider's usage object as its API (or the AI SDK) returned it: JSON, bounded, every number
+ * finite and non-negative, and a count never a string — a count the normalizer could not read
+ * would otherwise be counted as 0, which a ledger must refuse rather than guess.
+ */
+const rawUsageObject = z.record(z.string(), z.unknown(), { error: 'must be an object' }).superRefine((value, ctx) => {
+  let keys = 0;
+  const walk = (v: unknown, path: (string | number)[], depth: number): boolean => {
+    if (v === null || typeof v === 'boolean') return true;
+    const key = path[path.length - 1];
+    if (typeof v === 'number') {
+      if (Number.isFinite(v) && v >= 0) return true;
+      ctx.addIssue({ code: 'custom', path, message: 'must be a finite number, not negative' });
+      return false;
+    }
+    if (typeof v === 'string') {
+      if (typeof key === 'string' && COUNT_KEY.test(key)) ctx.addIssue({ code: 'custom', path, message: 'is a token count: must be a number' });
+      else if (v.length > 256 || /[\u0000\uD800-\uDFFF]/.test(v)) ctx.addIssue({ code: 'custom', path, message: 'must be a printable text of at most 256 characters' });
+      else return true;
+      return false;
+    }
+    if (typeof v !== 'object' || depth >= MAX_RAW_DEPTH) {
+      ctx.addIssue({ code: 'custom', path, message: depth >= MAX_RAW_DEPTH ? `must be nested at most ${MAX_RAW_DEPTH} levels deep` : 'must be JSON' });
+      return false;
+    }
+    const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
+    keys += entries.length;
+    if (keys > MAX_RAW_KEYS) {
+      ctx.addIssue({ code: 'custom', path, message: `must hold at most ${MAX_RAW_KEYS} fields in all` });
+      return false;
+    }
+    return entries.every(([k, x]) => walk(x, [...path, k], depth + 1));
+  };
+  walk(value, [], 0);
+});
+
+/**
+ * The provider's own usage, for a caller that would rather not translate it: the service reads it
+ * the way the provider means it (libs/contracts/src/usage/normalize-usage.ts) into `usage`.
+ */
+export const providerUsageSchema = z.strictObject({
+  format: z.enum(PROVIDER_USAGE_FORMATS, { error: `must be one of ${PROVIDER_USAGE_FORMATS.join(', ')}` }),
+  /** OpenAI chat or Responses `usage`, Anthropic `usage`, Gemini `usageMetadata`, Bedrock Converse `usage`, or the AI SDK's step usage. */
+  usage: rawUsageObject,
+  /** ai-sdk only: the step's providerMetadata (where AI SDK 5 Anthropic and Bedrock models put their cache writes). */
+  providerMetadata: rawUsageObject.optional(),
+  /** ai-sdk only: the model's specificationVersion, when the usage's shape does not tell. */
+  specVersion: z.enum(['v2', 'v3'], { error: 'must be v2 or v3' }).optional(),
+});
+export type ProviderUsage = z.infer<typeof providerUsageSchema>;
+
 /** One LLM step, as an agent reports it. Aligned with the OpenTelemetry GenAI conventions. */
-export const stepUsageEventSchema = z.strictObject({
+const stepUsageEventFields = z.strictObject({
   eventId: idSchema.refine((id) => !id.startsWith(SYSTEM_EVENT_ID_PREFIX), `must not start with ${SYSTEM_EVENT_ID_PREFIX} (reserved for the service's own events)`),
   occurredAt: isoTimestamp,
   traceId: idSchema,
@@ -96,7 +156,9 @@ export const stepUsageEventSchema = z.strictObject({
   entityName: idSchema.optional(),
   provider: shortText(128),
   model: shortText(256),
-  usage: usageSchema,
+  /** Tollgate's usage; or send `providerUsage` instead. */
+  usage: usageSchema.optional(),
+  providerUsage: providerUsageSchema.optional(),
   cost: costSchema.optional(),
   durationMs: z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(7 * 24 * 3600 * 1000, 'must be at most 7 days').optional(),
   finishReason: shortText(64).optional(),
@@ -108,7 +170,16 @@ export const stepUsageEventSchema = z.strictObject({
   serviceName: shortText(128).optional(),
 });
 
-export type StepUsageEvent = z.infer<typeof stepUsageEventSchema>;
+/** A step event carries its usage in Tollgate's terms (`usage`) or in its provider's (`providerUsage`): one of them. */
+export const stepUsageEventSchema = stepUsageEventFields.superRefine((e, ctx) => {
+  if (e.usage && e.providerUsage) ctx.addIssue({ code: 'custom', path: ['providerUsage'], message: 'must not be sent with usage: send one of them' });
+  if (!e.usage && !e.providerUsage) ctx.addIssue({ code: 'custom', path: ['usage'], message: 'is required (or providerUsage: the provider’s usage object and its format)' });
+});
+
+/** A parsed step event; its `usage` is filled from `providerUsage` by `withProviderUsageRead`. */
+export type ParsedStepUsageEvent = z.infer<typeof stepUsageEventSchema>;
+/** A step event as the service stores it: always with Tollgate's usage. */
+export type StepUsageEvent = Omit<ParsedStepUsageEvent, 'usage'> & { usage: Usage };
 export type StepUsageEventInput = z.input<typeof stepUsageEventSchema>;
 export type Usage = z.infer<typeof usageSchema>;
 

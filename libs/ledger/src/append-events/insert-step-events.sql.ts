@@ -71,8 +71,17 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
     unpriced: !cost.priced,
     labels: e.labels ?? null,
     tags: e.tags ?? [],
-    data: e.cost ? { reportedCost: e.cost, ...(isZeroCostWithTokens(e) ? { zeroCostWithTokens: true } : {}) } : null,
+    data: dataOf(e),
   };
+}
+
+/** What a step keeps beside its columns: a reported cost, and the provider's usage as it was sent. */
+function dataOf(e: StepUsageEvent): Record<string, unknown> | null {
+  const data = {
+    ...(e.cost ? { reportedCost: e.cost, ...(isZeroCostWithTokens(e) ? { zeroCostWithTokens: true } : {}) } : {}),
+    ...(e.providerUsage ? { providerUsage: e.providerUsage } : {}),
+  };
+  return Object.keys(data).length ? data : null;
 }
 
 /**

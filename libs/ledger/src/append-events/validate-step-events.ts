@@ -1,4 +1,4 @@
-import { problemsOf, stepUsageEventSchema, type IngestResult, type StepUsageEvent } from '@tollgate/contracts';
+import { problemsOf, stepUsageEventSchema, withProviderUsageRead, type IngestResult, type StepUsageEvent } from '@tollgate/contracts';
 
 export interface ValidatedBatch {
   /** Events to append, each with its index in the request. */
@@ -34,7 +34,8 @@ export function validateStepEvents(raw: readonly unknown[], now: Date, { maxFutu
       decided.set(index, { index, eventId: eventIdOf(candidate), status: 'rejected', field: first.field, reason: first.reason });
       return;
     }
-    const event = parsed.data;
+    // A providerUsage is read here, once: everything downstream sees Tollgate's usage.
+    const event = withProviderUsageRead(parsed.data);
     if (Date.parse(event.occurredAt) > latest) {
       decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxFutureSkewMs} ms in the future` });
       return;

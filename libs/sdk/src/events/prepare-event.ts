@@ -1,5 +1,5 @@
 import { problemsOf } from '../../../contracts/src/validation';
-import { stepUsageEventSchema, type StepUsageEvent, type StepUsageEventInput } from '../../../contracts/src/step-event';
+import { stepUsageEventSchema, type ParsedStepUsageEvent, type StepUsageEventInput } from '../../../contracts/src/step-event';
 import { TollgateError } from '../errors';
 
 /**
@@ -41,7 +41,8 @@ export function prepareEvent(input: RecordStepEvent, now: number, newId: () => s
     const [first] = problemsOf(parsed.error);
     throw new TollgateError(`Invalid step event: ${first.field} ${first.reason}`, { code: 'validation_failed', field: first.field });
   }
-  const event: StepUsageEvent = parsed.data;
+  // Sent as given: a providerUsage is read by the service, with the provider's meaning.
+  const event: ParsedStepUsageEvent = parsed.data;
   const json = JSON.stringify(event);
   return { eventId: event.eventId, json, bytes: byteLength(json) };
 }
