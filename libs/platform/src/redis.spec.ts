@@ -14,7 +14,7 @@ describe('Redis Cluster settings', () => {
     const config = loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7001, [::1]:7002', QUEUE_PREFIX: '{tollgate}', REDIS_URL: 'redis://:s3cret@127.0.0.1:7001' });
     const cluster = createRedis(config, { lazyConnect: true }) as Cluster;
     expect(cluster).toBeInstanceOf(Cluster);
-    expect(cluster.startupNodes).toEqual([{ host: '127.0.0.1', port: 7001 }, { host: '::1', port: 7002 }]);
+    expect((cluster as unknown as { startupNodes: unknown }).startupNodes).toEqual([{ host: '127.0.0.1', port: 7001 }, { host: '::1', port: 7002 }]);
     expect(cluster.options.redisOptions).toMatchObject({ password: 's3cret', maxRetriesPerRequest: null });
     cluster.disconnect();
     const single = createRedis(loadConfig({}), { lazyConnect: true });
