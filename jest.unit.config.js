@@ -15,6 +15,7 @@ const LEGACY_INTEGRATION = [
   'libs/database/src/event-log-reader.spec.ts',
   'libs/platform/src/health/postgres-probe.spec.ts',
   'apps/worker/src/maintenance/retention.spec.ts',
+  'libs/ledger/src/check-guard/read-scope-usage.plan.spec.ts',
 ];
 
 const notUnit = ['/node_modules/', '/dist/', '\\.sql\\.spec\\.ts$', '\\.int\\.spec\\.ts$', ...LEGACY_INTEGRATION.map((p) => `<rootDir>/${p}`)];
