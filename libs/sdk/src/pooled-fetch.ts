@@ -4,9 +4,9 @@ import type { FetchLike } from './http';
 
 /** Settings of {@link pooledFetch}. */
 export interface PooledFetchOptions {
-  /** Connections kept open per host, in use or idle. Default 16. */
+  /** Connections open at once per host. Default: no bound (as the runtime's fetch), so concurrent calls never queue in the client. */
   maxSockets?: number;
-  /** Idle connections kept per host. Default 16. */
+  /** Idle connections kept open per host for the next calls; past it, a connection is closed once idle. Default 32. */
   maxFreeSockets?: number;
 }
 
@@ -29,7 +29,7 @@ type Response = Awaited<ReturnType<FetchLike>>;
  * reaches the client's retry policy.
  */
 export function pooledFetch(options: PooledFetchOptions = {}): PooledFetch {
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 16, maxFreeSockets: options.maxFreeSockets ?? 16, scheduling: 'lifo' as const };
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? Infinity, maxFreeSockets: options.maxFreeSockets ?? 32, scheduling: 'lifo' as const };
   const http = new HttpAgent(agentOptions);
   const https = new HttpsAgent(agentOptions);
 
