@@ -14,7 +14,7 @@ export { ApiKeyAuth, tooManyFailures } from './auth/api-key-auth';
 export type { KeyScope } from './auth/api-key';
 export { HealthController } from './health/health.controller';
 export { createLogger } from './logging/logger';
-export { QUEUES, QUEUE_NAMES, parseJob, jobNamesOf } from './queues/queues';
+export { QUEUES, QUEUE_NAMES, jobNamesOf } from './queues/queues';
 export type { QueueName, JobName, JobPayload } from './queues/queues';
 export { JobHandlers } from './queues/job-handlers';
 export type { JobHandler, JobAttempt, RoutedJob } from './queues/job-handlers';

@@ -3,7 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { PrismaService } from '@tollgate/database';
 import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/exporters';
 import { queueFailures } from '@tollgate/observability';
-import { Config, JobHandlers, parseJob, queueConnection, type JobPayload } from '@tollgate/platform';
+import { Config, JobHandlers, queueConnection } from '@tollgate/platform';
 import { Worker, type Job, type Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { keepJobScheduler } from '../job-schedulers';
@@ -27,8 +27,8 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     @InjectQueue('exports') private readonly queue: Queue,
   ) {
     handlers.register('exports', 'exports.tick', () => pipeline.tick());
-    handlers.register('exports', 'export.drain', (data, attempt) => pipeline.drain((data as JobPayload<'exports', 'export.drain'>).exporterId, attempt?.jobId ?? 'unknown'));
-    handlers.register('exports', 'export.deliver', (data) => pipeline.deliver((data as JobPayload<'exports', 'export.deliver'>).batchId));
+    handlers.register('exports', 'export.drain', (data, attempt) => pipeline.drain(data.exporterId, attempt.jobId ?? 'unknown'));
+    handlers.register('exports', 'export.deliver', (data) => pipeline.deliver(data.batchId));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -61,11 +61,8 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     this.worker.on('error', (err) => this.logger.warn({ msg: 'exports worker error', error: err.message }));
   }
 
-  async process(job: Job): Promise<unknown> {
-    const { name, data } = parseJob('exports', job.name, job.data);
-    const handler = this.handlers.get('exports', name);
-    if (!handler) throw new Error(`No handler for exports/${name}`);
-    return handler(data, { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, jobId: job.id });
+  process(job: Job): Promise<unknown> {
+    return this.handlers.route('exports', job);
   }
 
   async onModuleDestroy(): Promise<void> {

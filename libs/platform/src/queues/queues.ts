@@ -51,10 +51,3 @@ export const QUEUE_NAMES = Object.keys(QUEUES) as QueueName[];
 export function jobNamesOf(queue: QueueName): string[] {
   return Object.keys(QUEUES[queue]);
 }
-
-/** Parses a job's payload with its schema; a job whose payload does not parse is not retried. */
-export function parseJob<Q extends QueueName>(queue: Q, name: string, data: unknown): { name: JobName<Q>; data: unknown } {
-  const schema = (QUEUES[queue] as Record<string, z.ZodType>)[name];
-  if (!schema) throw new Error(`Queue ${queue} has no job named ${name}`);
-  return { name: name as JobName<Q>, data: schema.parse(data) };
-}
