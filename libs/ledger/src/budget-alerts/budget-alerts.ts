@@ -5,6 +5,8 @@ import { alertsFired } from '@tollgate/observability/metrics';
 import { Caches, Clock } from '@tollgate/platform';
 import type { ProjectSettings } from '../check-guard/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
+import type { UsageTotals } from '../check-guard/guard-decision';
+import { readCounterBounds } from './counter-bounds.sql';
 import { alertingScopes, decideAlerts, policiesAlert, policyAlerts, requestAlerts, stateKey, type AlertState, type StepContribution } from './alert-decision';
 import { alertOpeningStatements, commitAlertOutcome, fireExhausted, mergeStates, registerRequestAlerts, statesOf, writeAlertOutcome, type Exhaustion } from './alert-state.sql';
 import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
@@ -121,6 +123,14 @@ export class BudgetAlerts {
       const scope = scopeOf(s.scopeKey);
       requests.set(`${s.scopeKey}@${s.window}`, { scope, scopeId: s.scopeKey.slice(scope.length + 1), window: s.window });
     }
+    // The counters bound the usage: when the alerts change at neither bound, they do not change
+    // (firing and re-arming are monotone in usage), and the log's edges need not be read.
+    const bounds = await readCounterBounds(tx, projectId, [...requests.values()], now);
+    const unchanged = (u: Map<string, UsageTotals>) => {
+      const o = decideAlerts(states, u, steps, settings.money, now);
+      return !o.changed.length && !o.events.length;
+    };
+    if (unchanged(bounds.lower) && unchanged(bounds.upper)) return;
     const usage = await readScopeUsage(tx, projectId, [...requests.values()], now);
     const { changed, events } = decideAlerts(states, usage, steps, settings.money, now);
     if (!changed.length && !events.length) return;
