@@ -30,7 +30,17 @@ describe('POST /v1/estimate', () => {
       inputTokens: 1000,
       outputTokens: 200,
       inputTokensMargin: 1,
+      tier: null,
     });
+  });
+
+  it('names the tier of a tiered catalog price the held input falls in (gemini-2.5-pro: above 200,000 input tokens, $2.50 / $15 instead of $1.25 / $10)', async () => {
+    // 100,000 held × 1.25 (Gemini's margin) = 125,000: base tier, 125,000 × 1.25 + 1,000 × 10 = 166,250 micro-USD.
+    const base = await estimate({ provider: 'google', model: 'gemini-2.5-pro', inputTokens: 100_000, maxOutputTokens: 1000 });
+    expect(base.body).toMatchObject({ inputTokens: 125_000, inputTokensMargin: 1.25, cost: 0.16625, costUnit: 'USD', tier: { inputTokensAbove: 0 } });
+    // 180,000 × 1.25 = 225,000 held: the margin takes the worst case past the tier, 225,000 × 2.5 + 1,000 × 15 = 577,500.
+    const long = await estimate({ provider: 'google', model: 'gemini-2.5-pro', inputTokens: 180_000, maxOutputTokens: 1000 });
+    expect(long.body).toMatchObject({ inputTokens: 225_000, cost: 0.5775, tier: { inputTokensAbove: 200_000 } });
   });
 
   it('counts messages with o200k, and holds a Claude step with the margin its tokenizer needs', async () => {

@@ -112,6 +112,11 @@ export interface EstimateResponse extends GuardEstimateView {
   /** The input tokens before the margin: as given, or as counted. */
   countedInputTokens: number;
   counted: 'given' | 'o200k';
+  /**
+   * For a catalog price with tiers (long-context surcharges): the input-token count the applied
+   * tier starts above, 0 for the base tier. Null when the price has no tiers (or is not the catalog's).
+   */
+  tier: { inputTokensAbove: number } | null;
 }
 
 /** What the guard does with a step that does not fit: deny it, or let it run with fewer output tokens. */

@@ -3,6 +3,7 @@ import { estimateRequestSchema, type EstimateRequest, type EstimateResponse } fr
 import { AppError, AuthGuard, Clock, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { estimateView } from '../check-guard/guard-decision';
 import { ProjectSettingsReader } from '../check-guard/project-settings.reader';
+import { catalogTier, CATALOG_PRICE_PREFIX } from '../pricing/price-step';
 import { countMessageTokens } from './count-tokens';
 import { StepPricer } from './step-pricer';
 
@@ -24,6 +25,8 @@ export class EstimateController {
     if (!settings) throw new AppError('not_found', `No project ${principal.projectId}`);
     const counted = body.messages ? countMessageTokens(body.messages) : body.inputTokens!;
     const priced = await this.pricer.price(principal.projectId, { provider: body.provider, model: body.model, inputTokens: counted, maxOutputTokens: body.maxOutputTokens }, settings, this.clock.now());
-    return { provider: body.provider, model: body.model, countedInputTokens: counted, counted: body.messages ? 'o200k' : 'given', ...estimateView(priced) };
+    const fromCatalog = priced.priced && priced.priceId?.startsWith(CATALOG_PRICE_PREFIX);
+    const tier = fromCatalog ? catalogTier({ inputTokens: priced.inputTokens, outputTokens: priced.outputTokens }, body.provider, body.model, this.clock.now()) : null;
+    return { provider: body.provider, model: body.model, countedInputTokens: counted, counted: body.messages ? 'o200k' : 'given', ...estimateView(priced), tier };
   }
 }

@@ -28,6 +28,8 @@ export type PricedCost =
   | { priced: false };
 
 const CATALOG = 'genai-prices';
+/** How the price ids of catalog prices start (`genai-prices:<provider>/<model>`). */
+export const CATALOG_PRICE_PREFIX = `${CATALOG}:`;
 
 /**
  * Agents report providers the way their SDK names them (`openai.responses`, `anthropic.messages`,
@@ -145,6 +147,23 @@ function catalogCost(usage: Usage, provider: string, model: string, at: Date): {
   const result = calcCatalog(usage, provider, model, at);
   if (!result) return null;
   return { input: result.input_price, output: result.output_price, priceId: `${CATALOG}:${result.provider.id}/${result.model.id}` };
+}
+
+/**
+ * The tier of a tiered catalog price (long-context surcharges) that a step's input falls in, as
+ * the input-token count the tier starts above (0: the base tier); null when the model's catalog
+ * price has no tiers or the catalog does not know the model. The catalog applies a tier to the
+ * whole step once its input tokens pass the tier's start.
+ */
+export function catalogTier(usage: Usage, provider: string, model: string, at: Date): { inputTokensAbove: number } | null {
+  const result = calcCatalog(usage, provider, model, at);
+  if (!result) return null;
+  const starts = Object.values(result.model_price as Record<string, unknown>).flatMap((v) => {
+    const tiers = v && typeof v === 'object' ? (v as { tiers?: unknown }).tiers : undefined;
+    return Array.isArray(tiers) ? tiers.map((t: { start: number }) => t.start) : [];
+  });
+  if (!starts.length) return null;
+  return { inputTokensAbove: Math.max(0, ...starts.filter((start) => usage.inputTokens > start)) };
 }
 
 /** The catalog's own answer, without the rate cache (for tests that check the cache against it). */
