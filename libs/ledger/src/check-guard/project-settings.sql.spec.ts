@@ -32,6 +32,7 @@ describe('readProjectSettings (real PostgreSQL)', () => {
       policies: [],
       overrides: [],
       alertStates: false,
+      requestAlertScopes: [],
     });
   });
 
