@@ -19,6 +19,7 @@ import { getEncoding } from 'js-tiktoken';
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { TokenLimiterProcessor, TOKENS_PER_MESSAGE } from '../../libs/processors/src';
+import { costGuardOverhead } from './cost-guard-overhead';
 
 const HISTORY = 1_000;
 const STEPS = 20;
@@ -218,6 +219,7 @@ async function main() {
     console.log(`  process start-up:          ours median ${ms(so)} vs mastra ${ms(sm)}   ratio ${(so / sm).toFixed(3)}×   runs: ${start.ours.map(ms).join(', ')}\n`);
   }
   await accuracy(history);
+  await costGuardOverhead();
 }
 
 const entry = process.argv[2] === '--startup' ? () => startup(process.argv[3]!, Number(process.argv[4])) : main;

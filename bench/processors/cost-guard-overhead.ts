@@ -1,0 +1,253 @@
+/**
+ * What a cost guard adds to each step of an agent run: ours in exact mode (check + reserve before
+ * the step, record + settle after it, against a real Tollgate service on this machine) against
+ * `@mastra/core`'s TokenCostControl on its default store (InMemoryStore), in the same run.
+ *
+ * A 5-step agent (4 tool calls, then the answer) on an instant mock model and an instant tool, so
+ * what is timed is the agent loop and the guard. Agents registered with Mastra instances: no guard
+ * (the baseline), Mastra's guard, ours. Mastra's guard reads the metrics an observability exporter
+ * writes; none runs here, so the bench writes each of its runs' step metrics into the store itself
+ * (untimed), and Mastra's guard is measured twice: on a store holding only those, and on one
+ * prefilled with BENCH_MASTRA_PREFILL_STEPS steps of other resources (default 10,000: the
+ * InMemoryStore scans every metric per query, so its cost grows with the store). Rounds are
+ * interleaved so that drift in machine load hits all alike; a guard's overhead per step is (its
+ * run − the baseline run) ÷ steps, medians over the rounds. Also printed: the time spent inside
+ * each guard's own hooks per step, and our round trips per step.
+ *
+ * The service runs as its own process from a built tree: TOLLGATE_DIST (default `dist`, built with
+ * `npm run build`, or `tsc -p tsconfig.build.json --outDir <dir>` + tsc-alias), on
+ * BENCH_DATABASE_URL (default tollgate_bench_processors, dropped first). Prints; asserts nothing.
+ */
+import { Agent } from '@mastra/core/agent';
+import { Mastra } from '@mastra/core/mastra';
+import { TokenCostControl as MastraTokenCostControl } from '@mastra/core/processors';
+import { RequestContext } from '@mastra/core/request-context';
+import { InMemoryStore } from '@mastra/core/storage';
+import { createTool } from '@mastra/core/tools';
+import { MockLanguageModelV3 } from 'ai/test';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
+import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/processors/src';
+import { TollgateClient } from '../../libs/sdk/src';
+import { BENCH_ADMIN_TOKEN, createBenchProject, median, resetDatabase } from '../support/harness';
+
+const DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_processors';
+const DIST = resolve(process.env.TOLLGATE_DIST ?? 'dist');
+const ROUNDS = Number(process.env.BENCH_GUARD_ROUNDS ?? 9);
+const RUNS_PER_ROUND = Number(process.env.BENCH_GUARD_RUNS ?? 8);
+const STEPS = 5;
+const PREFILL_STEPS = Number(process.env.BENCH_MASTRA_PREFILL_STEPS ?? 10_000);
+
+const usage = { inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 30, text: 30, reasoning: 0 } };
+
+/** An instant model: four tool calls, then the answer, one per call. */
+function model() {
+  let call = 0;
+  return new MockLanguageModelV3({
+    provider: 'openai',
+    modelId: 'gpt-4o',
+    doGenerate: async () => {
+      const n = call++ % STEPS;
+      if (n < STEPS - 1) {
+        return {
+          content: [{ type: 'tool-call', toolCallId: `call-${call}`, toolName: 'lookup', input: JSON.stringify({ q: `q${n}` }) }],
+          finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+          usage,
+          warnings: [],
+        } as never;
+      }
+      return { content: [{ type: 'text', text: 'Done.' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] } as never;
+    },
+  });
+}
+
+const lookup = createTool({ id: 'lookup', description: 'Looks something up', inputSchema: z.object({ q: z.string() }), execute: async () => ({ found: 'yes' }) });
+
+/** Time spent inside a processor's own hooks, summed. */
+function timed<T extends object>(processor: T, hooks: string[]): { processor: T; ms: () => number; reset: () => void } {
+  let total = 0;
+  for (const hook of hooks) {
+    const original = (processor as Record<string, unknown>)[hook];
+    if (typeof original !== 'function') continue;
+    (processor as Record<string, unknown>)[hook] = async (...args: unknown[]) => {
+      const t0 = performance.now();
+      try {
+        return await (original as (...a: unknown[]) => unknown).apply(processor, args);
+      } finally {
+        total += performance.now() - t0;
+      }
+    };
+  }
+  return { processor, ms: () => total, reset: () => (total = 0) };
+}
+
+/** Counts the calls our guard makes to the service and waits on. */
+function counting(client: TollgateClient): { client: TollgateGuardClient; checks: () => number; flushes: () => number; reset: () => void } {
+  let checks = 0;
+  let flushes = 0;
+  const wrapped: TollgateGuardClient = {
+    guard: {
+      check: (request, options) => {
+        checks++;
+        return client.guard.check(request as never, options) as never;
+      },
+      release: (id) => client.guard.release(id),
+    },
+    events: {
+      record: (event) => client.events.record(event as never),
+      flush: () => {
+        flushes++;
+        return client.events.flush();
+      },
+    },
+  };
+  return { client: wrapped, checks: () => checks, flushes: () => flushes, reset: () => (checks = flushes = 0) };
+}
+
+async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = 4000 + Math.floor(Math.random() * 2000);
+  const child = spawn(process.execPath, [resolve(DIST, 'apps/api/src/main.js')], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode} (is ${DIST} built?)`);
+    try {
+      if ((await fetch(`${url}/health/ready`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null) return done();
+      child.once('exit', () => done());
+      child.kill('SIGTERM');
+    });
+  return { url, stop };
+}
+
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+type ObservabilityStore = { batchCreateMetrics(args: { metrics: unknown[] }): Promise<void> };
+let metricSeq = 0;
+/** The two token metrics Mastra's exporters write per model call, with their estimated cost. */
+function stepMetrics(resourceId: string, traceId: string, steps: number): unknown[] {
+  const timestamp = new Date();
+  return Array.from({ length: steps }, (_, i) =>
+    (['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'] as const).map((name) => ({
+      metricId: `bench-${++metricSeq}`,
+      name,
+      metricType: 'counter',
+      value: name.includes('input') ? 120 : 30,
+      timestamp,
+      traceId,
+      spanId: `${traceId}-${i}`,
+      entityType: 'agent',
+      entityName: 'mastra',
+      resourceId,
+      provider: 'openai',
+      model: 'gpt-4o',
+      estimatedCost: name.includes('input') ? 0.0003 : 0.0003,
+      costUnit: 'USD',
+      labels: {},
+    })),
+  ).flat();
+}
+
+/** The cost guard's line of `npm run bench:processors`. */
+export async function costGuardOverhead(): Promise<void> {
+  console.log(`\nCostGuardProcessor overhead per step, exact mode (check + reserve + record + settle, local service) vs @mastra/core TokenCostControl on InMemoryStore`);
+  console.log(`  ${STEPS}-step agent with a tool, instant mock model; ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs per agent`);
+  if (!existsSync(resolve(DIST, 'apps/api/src/main.js'))) {
+    console.log(`  skipped: no built service at ${resolve(DIST, 'apps/api/src/main.js')} (npm run build first, or set TOLLGATE_DIST to a built tree)`);
+    return;
+  }
+  await resetDatabase(DB);
+  const svc = await startService({ DATABASE_URL: DB, RATE_LIMIT_PER_KEY_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+  const sdk = { client: undefined as TollgateClient | undefined };
+  try {
+    const project = await createBenchProject(svc.url);
+    const price = await fetch(`${svc.url}/v1/prices/openai/gpt-4o`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ inputPerMillion: 2.5, outputPerMillion: 10, effectiveFrom: new Date(Date.now() - 60_000).toISOString() }),
+    });
+    if (!price.ok) throw new Error(`price: ${price.status} ${await price.text()}`);
+    sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
+    const ours = counting(sdk.client);
+    const oursGuard = timed(new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }), ['processInputStep', 'processLLMResponse', 'processAPIError']);
+    const mastraGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
+    const busyGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
+    const agent = (id: string, inputProcessors: unknown[] = []) =>
+      new Agent({ id, name: id, instructions: 'Use the lookup tool.', model: model(), tools: { lookup }, inputProcessors: inputProcessors as never });
+    const own = new InMemoryStore();
+    const busy = new InMemoryStore();
+    const mastra = new Mastra({ agents: { baseline: agent('baseline'), mastra: agent('mastra', [mastraGuard.processor]), ours: agent('ours', [oursGuard.processor]) }, storage: own, logger: false });
+    const mastraBusy = new Mastra({ agents: { mastra: agent('mastra', [busyGuard.processor]) }, storage: busy, logger: false });
+    const stores = { mastra: own.stores.observability as unknown as ObservabilityStore, busy: busy.stores.observability as unknown as ObservabilityStore };
+    for (let i = 0; i < PREFILL_STEPS; i += 1_000) await stores.busy.batchCreateMetrics({ metrics: stepMetrics(`other-${i % 97}`, `prefill-${i}`, Math.min(1_000, PREFILL_STEPS - i)) });
+    const registered = { baseline: mastra.getAgent('baseline'), mastra: mastra.getAgent('mastra'), busy: mastraBusy.getAgent('mastra'), ours: mastra.getAgent('ours') };
+    type Name = keyof typeof registered;
+    const storeOf: Partial<Record<Name, ObservabilityStore>> = { mastra: stores.mastra, busy: stores.busy };
+
+    /** Runs the agent RUNS_PER_ROUND times; the time of each run's metric writes (the exporter's job) is left out. */
+    const runAll = async (name: Name): Promise<number> => {
+      let elapsed = 0;
+      for (let i = 0; i < RUNS_PER_ROUND; i++) {
+        const resourceId = `bench-${randomUUID()}`;
+        const requestContext = new RequestContext();
+        requestContext.set('mastra__resourceId', resourceId);
+        const t0 = performance.now();
+        const result = await registered[name].generate('Look it up four times.', { maxSteps: STEPS + 1, requestContext, modelSettings: { maxOutputTokens: 500 } });
+        elapsed += performance.now() - t0;
+        if (result.tripwire || result.steps.length !== STEPS) throw new Error(`run ended after ${result.steps.length} steps: ${JSON.stringify(result.tripwire)}`);
+        await storeOf[name]?.batchCreateMetrics({ metrics: stepMetrics(resourceId, randomUUID(), STEPS) });
+      }
+      return elapsed;
+    };
+
+    // Warm-up: JIT, connections, the tokenizer, the service's caches.
+    for (const name of Object.keys(registered) as Name[]) await runAll(name);
+    const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [] };
+    const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [] };
+    const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = { mastra: mastraGuard, busy: busyGuard, ours: oursGuard };
+    ours.reset();
+    const steps = RUNS_PER_ROUND * STEPS;
+    for (let round = 0; round < ROUNDS; round++) {
+      const order: Name[] = round % 2 === 0 ? ['baseline', 'mastra', 'busy', 'ours'] : ['ours', 'busy', 'mastra', 'baseline'];
+      for (const name of order) {
+        hookTimers[name]?.reset();
+        perStep[name].push((await runAll(name)) / steps);
+        hooks[name].push((hookTimers[name]?.ms() ?? 0) / steps);
+      }
+    }
+    const base = median(perStep.baseline);
+    const added = (name: Name) => median(perStep[name].map((x, i) => x - perStep.baseline[i]!));
+    const totalSteps = ROUNDS * steps;
+    const oursAdded = added('ours');
+    const oursHook = median(hooks.ours);
+    console.log(`  no guard (baseline)                                   median ${ms(base)} per step`);
+    for (const [name, label] of [
+      ['mastra', `@mastra/core TokenCostControl, its runs' metrics only`],
+      ['busy', `@mastra/core TokenCostControl, +${PREFILL_STEPS.toLocaleString('en-US')} steps stored`],
+    ] as const) {
+      console.log(`  ${label.padEnd(54)}adds ${ms(added(name))} per step   (in its hook: ${ms(median(hooks[name]))})`);
+    }
+    console.log(
+      `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(ours.checks() / totalSteps).toFixed(2)} checks, awaited; ${(ours.flushes() / totalSteps).toFixed(2)} records sent, only each run's last awaited)`,
+    );
+    for (const name of ['mastra', 'busy'] as const) {
+      console.log(`  ratio ours/mastra (${name === 'mastra' ? "its runs' metrics" : 'prefilled store'})  added per step ${(oursAdded / added(name)).toFixed(3)}×   in-hook ${(oursHook / median(hooks[name])).toFixed(3)}×   (target ≤ 1.0)`);
+    }
+  } finally {
+    await sdk.client?.shutdown();
+    await svc.stop();
+  }
+}
