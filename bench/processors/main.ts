@@ -157,6 +157,7 @@ async function startup(which: string, limit: number) {
   const constructed = performance.now() - t0;
   // The limiter's own time: building it (ours loads the tokenizer then) and its 20 steps.
   const steps = await timeRun(limiter, thread.slice(0, HISTORY), followUps(thread), 'startup');
+  if (process.env.BENCH_DEBUG) console.error(`${which}: construct ${ms(constructed)}, steps ${ms(steps)}`);
   process.stdout.write(String(constructed + steps));
 }
 

@@ -1,13 +1,17 @@
 /**
- * A bounded least-recently-used map from message id to its last token count and the content
- * version that count was made for.
+ * A bounded map from message id to its last token count and the content version that count was
+ * made for, evicting the least recently used entry when full.
  *
  * Keyed by id rather than by object because Mastra reloads a thread's history as new objects on
  * every run: an id key lets the counts made during one run serve the next run of the same thread.
+ *
+ * Recency is tracked CLOCK-style: a hit only marks its entry, and eviction gives marked entries a
+ * second chance (moving them to the young end) before evicting the oldest unmarked one. A hit
+ * costs one map lookup, not a delete and re-insert, and what is evicted is still an entry not used
+ * since it last reached the old end.
  */
 export class TokenCountCache {
-  private readonly entries = new Map<string, { version: string; tokens: number }>();
-
+  private readonly entries = new Map<string, { version: string; tokens: number; used: boolean }>();
   /**
    * @param maxEntries - Entries kept before the least recently used is evicted. The default holds a
    *   few long threads' histories in a few megabytes.
@@ -20,19 +24,21 @@ export class TokenCountCache {
   get(id: string, version: string): number | undefined {
     const entry = this.entries.get(id);
     if (entry === undefined || entry.version !== version) return undefined;
-    // Re-inserting moves the entry to the end of Map order, which is the LRU order.
-    this.entries.delete(id);
-    this.entries.set(id, entry);
+    entry.used = true;
     return entry.tokens;
   }
 
   /** Stores the count for `id` at content `version`, evicting the least recently used entry when full. */
   set(id: string, version: string, tokens: number): void {
     this.entries.delete(id);
-    this.entries.set(id, { version, tokens });
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
+    this.entries.set(id, { version, tokens, used: false });
+    while (this.entries.size > this.maxEntries) {
+      const [oldest, entry] = this.entries.entries().next().value as [string, { version: string; tokens: number; used: boolean }];
       this.entries.delete(oldest);
+      if (entry.used && oldest !== id) {
+        entry.used = false;
+        this.entries.set(oldest, entry);
+      }
     }
   }
 

@@ -39,6 +39,15 @@ interface Group {
  * without its result (and a result without its call).
  */
 export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallIds' | 'protected'>[]): Group[] {
+  const n = candidates.length;
+  // Most messages carry no tool call: they are groups of one, and need no union-find.
+  let linked = false;
+  for (let i = 0; i < n && !linked; i++) linked = candidates[i]!.toolCallIds.length > 0;
+  if (!linked) {
+    const singles: Group[] = new Array(n);
+    for (let i = n - 1; i >= 0; i--) singles[n - 1 - i] = { members: [i], newest: i, protected: candidates[i]!.protected };
+    return singles;
+  }
   const parent = candidates.map((_, i) => i);
   const find = (i: number): number => {
     while (parent[i] !== i) {
@@ -58,7 +67,7 @@ export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallId
   // Newest first without sorting: walking down from the newest message, a group appears at its newest member.
   const groups = new Map<number, Group>();
   const ordered: Group[] = [];
-  for (let i = candidates.length - 1; i >= 0; i--) {
+  for (let i = n - 1; i >= 0; i--) {
     const root = find(i);
     let group = groups.get(root);
     if (!group) {
