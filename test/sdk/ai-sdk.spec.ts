@@ -1,5 +1,5 @@
 import { TollgateClient } from '@tollgate/sdk';
-import { TollgateGuardDeniedError, isTollgateGuardDenied, tollgateMiddleware, type TollgateMiddlewareOptions } from '../../libs/sdk/src/ai-sdk'; // @tollgate/sdk/ai-sdk
+import { TollgateGuardDeniedError, isTollgateGuardDenied, tollgateMiddleware, type TollgateMiddlewareOptions } from '@tollgate/sdk/ai-sdk';
 import { generateText, streamText, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
 import { generateText as generateText5, streamText as streamText5, wrapLanguageModel as wrapLanguageModel5 } from 'ai-v5';
