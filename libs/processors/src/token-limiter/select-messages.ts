@@ -68,6 +68,11 @@ export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallId
   const groups = new Map<number, Group>();
   const ordered: Group[] = [];
   for (let i = n - 1; i >= 0; i--) {
+    const candidate = candidates[i]!;
+    if (candidate.toolCallIds.length === 0) {
+      ordered.push({ members: [i], newest: i, protected: candidate.protected });
+      continue;
+    }
     const root = find(i);
     let group = groups.get(root);
     if (!group) {
@@ -76,7 +81,7 @@ export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallId
       ordered.push(group);
     }
     group.members.unshift(i);
-    group.protected ||= candidates[i]!.protected;
+    group.protected ||= candidate.protected;
   }
   return ordered;
 }
