@@ -46,6 +46,8 @@ export const usageSchema = z
     outputTokens: tokens,
     cacheReadTokens: tokens.optional(),
     cacheWriteTokens: tokens.optional(),
+    /** The part of `cacheWriteTokens` written with a 1-hour time to live (dearer than 5 minutes, where a provider prices them apart). */
+    cacheWrite1hTokens: tokens.optional(),
     reasoningTokens: tokens.optional(),
     audioInputTokens: tokens.optional(),
     imageInputTokens: tokens.optional(),
@@ -57,10 +59,11 @@ export const usageSchema = z
       ['audioInputTokens', 'inputTokens'],
       ['imageInputTokens', 'inputTokens'],
       ['reasoningTokens', 'outputTokens'],
+      ['cacheWrite1hTokens', 'cacheWriteTokens'],
     ] as const;
     let ok = true;
     for (const [part, total] of parts) {
-      if ((u[part] ?? 0) > u[total]) {
+      if ((u[part] ?? 0) > (u[total] ?? 0)) {
         ok = false;
         ctx.addIssue({ code: 'custom', path: [part], message: `must not exceed ${total} (it is a part of it, not added on top)` });
       }

@@ -31,7 +31,6 @@ export { fromOpenAI, fromAnthropic, fromGemini, fromBedrock, fromAiSdk, fromMast
 export type {
   NormalizedUsage,
   UsageCounts,
-  CacheWritesByTtl,
   OpenAIChatUsage,
   OpenAIResponsesUsage,
   AnthropicUsage,

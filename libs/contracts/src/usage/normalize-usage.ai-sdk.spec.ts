@@ -4,8 +4,8 @@ import { fromAiSdk, fromMastraUsageStats, type NormalizedUsage } from './normali
 // Fixtures: the usage the AI SDK (5: model spec V2, 6: V3) and Mastra hand over for one step, as
 // each provider package fills it, with the usage Tollgate must record.
 
-function expectUsage(result: NormalizedUsage, usage: NormalizedUsage['usage'], cacheWritesByTtl?: NormalizedUsage['cacheWritesByTtl']) {
-  expect(result).toEqual(cacheWritesByTtl ? { usage, cacheWritesByTtl } : { usage });
+function expectUsage(result: NormalizedUsage, usage: NormalizedUsage['usage']) {
+  expect(result).toEqual({ usage });
   expect(usageSchema.safeParse(result.usage).success).toBe(true);
 }
 
@@ -23,7 +23,7 @@ describe('fromAiSdk, AI SDK 5 (model spec V2): each provider’s own meaning', (
   it('anthropic cache write: the writes are only in providerMetadata.anthropic.cacheCreationInputTokens; the raw usage has the 5m / 1h split', () => {
     const raw = { input_tokens: 2048, cache_read_input_tokens: 1800, cache_creation_input_tokens: 248, output_tokens: 503, cache_creation: { ephemeral_5m_input_tokens: 148, ephemeral_1h_input_tokens: 100 } };
     const usage = { inputTokens: 2048, outputTokens: 503, totalTokens: 2551, cachedInputTokens: 1800 };
-    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages', providerMetadata: { anthropic: { usage: raw, cacheCreationInputTokens: 248 } } }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248 }, { fiveMinutes: 148, oneHour: 100 });
+    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages', providerMetadata: { anthropic: { usage: raw, cacheCreationInputTokens: 248 } } }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248, cacheWrite1hTokens: 100 });
   });
 
   it('anthropic on Vertex (vertex.anthropic.messages) means what Anthropic means', () => {
@@ -73,7 +73,7 @@ describe('fromAiSdk, AI SDK 6 (model spec V3): totals with their parts', () => {
   it('anthropic cache write: the split comes from the raw usage', () => {
     const raw = { input_tokens: 2048, cache_read_input_tokens: 1800, cache_creation_input_tokens: 248, output_tokens: 503, cache_creation: { ephemeral_5m_input_tokens: 148, ephemeral_1h_input_tokens: 100 } };
     const usage = { inputTokens: { total: 4096, noCache: 2048, cacheRead: 1800, cacheWrite: 248 }, outputTokens: { total: 503, text: 503, reasoning: undefined }, raw };
-    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages' }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248 }, { fiveMinutes: 148, oneHour: 100 });
+    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages' }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248, cacheWrite1hTokens: 100 });
   });
 
   it('google: outputTokens.total already includes the reasoning', () => {
@@ -84,7 +84,7 @@ describe('fromAiSdk, AI SDK 6 (model spec V3): totals with their parts', () => {
   it('bedrock: the split comes from cacheDetails in providerMetadata', () => {
     const usage = { inputTokens: { total: 3012, noCache: 12, cacheRead: 0, cacheWrite: 3000 }, outputTokens: { total: 240, text: 240, reasoning: undefined } };
     const providerMetadata = { bedrock: { usage: { cacheWriteInputTokens: 3000, cacheDetails: [{ ttl: '1h', inputTokens: 2000 }, { ttl: '5m', inputTokens: 1000 }] } } };
-    expectUsage(fromAiSdk(usage, { provider: 'amazon-bedrock', providerMetadata }), { inputTokens: 3012, outputTokens: 240, cacheWriteTokens: 3000 }, { fiveMinutes: 1000, oneHour: 2000 });
+    expectUsage(fromAiSdk(usage, { provider: 'amazon-bedrock', providerMetadata }), { inputTokens: 3012, outputTokens: 240, cacheWriteTokens: 3000, cacheWrite1hTokens: 2000 });
   });
 
   it('a missing total is the sum of its parts', () => {
@@ -118,7 +118,7 @@ describe('fromAiSdk, AI SDK 6 (model spec V3): totals with their parts', () => {
 
   it('Mastra’s flat usage of a V3 step without raw: specVersion v3 says its totals are inclusive', () => {
     const usage = { inputTokens: 4096, outputTokens: 503, cachedInputTokens: 1800, cacheCreationInputTokens: 248, cacheCreationInputTokens5m: 148, cacheCreationInputTokens1h: 100 };
-    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages', specVersion: 'v3' }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248 }, { fiveMinutes: 148, oneHour: 100 });
+    expectUsage(fromAiSdk(usage, { provider: 'anthropic.messages', specVersion: 'v3' }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248, cacheWrite1hTokens: 100 });
   });
 
   it('an AI SDK 6 result’s LanguageModelUsage (inputTokenDetails / outputTokenDetails) has inclusive totals', () => {
@@ -148,6 +148,6 @@ describe('fromMastraUsageStats (Mastra’s span usage and token metrics)', () =>
   });
 
   it('carries the 5m / 1h split of the cache writes beside the usage', () => {
-    expectUsage(fromMastraUsageStats({ inputTokens: 4096, outputTokens: 503, inputDetails: { cacheRead: 1800, cacheWrite: 248, cacheWrite5m: 148, cacheWrite1h: 100 } }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248 }, { fiveMinutes: 148, oneHour: 100 });
+    expectUsage(fromMastraUsageStats({ inputTokens: 4096, outputTokens: 503, inputDetails: { cacheRead: 1800, cacheWrite: 248, cacheWrite5m: 148, cacheWrite1h: 100 } }), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248, cacheWrite1hTokens: 100 });
   });
 });

@@ -6,8 +6,8 @@ import { fromAnthropic, fromBedrock, fromGemini, fromOpenAI, type NormalizedUsag
 // includes reasoning, breakdowns are parts of their totals).
 
 /** What every normalizer must give: the expected usage, valid for the service. */
-function expectUsage(result: NormalizedUsage, usage: NormalizedUsage['usage'], cacheWritesByTtl?: NormalizedUsage['cacheWritesByTtl']) {
-  expect(result).toEqual(cacheWritesByTtl ? { usage, cacheWritesByTtl } : { usage });
+function expectUsage(result: NormalizedUsage, usage: NormalizedUsage['usage']) {
+  expect(result).toEqual({ usage });
   expect(usageSchema.safeParse(result.usage).success).toBe(true);
 }
 
@@ -97,7 +97,7 @@ describe('fromAnthropic', () => {
   it('cache write with both times to live: the writes are added to the input, their 5-minute / 1-hour split comes beside the usage', () => {
     // Anthropic's documented mixed-TTL example.
     const usage = { input_tokens: 2048, cache_read_input_tokens: 1800, cache_creation_input_tokens: 248, output_tokens: 503, cache_creation: { ephemeral_1h_input_tokens: 100, ephemeral_5m_input_tokens: 148 } };
-    expectUsage(fromAnthropic(usage), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248 }, { fiveMinutes: 148, oneHour: 100 });
+    expectUsage(fromAnthropic(usage), { inputTokens: 4096, outputTokens: 503, cacheReadTokens: 1800, cacheWriteTokens: 248, cacheWrite1hTokens: 100 });
   });
 
   it('cache write from an older API version: no cache_creation object, so no split', () => {
@@ -120,13 +120,13 @@ describe('fromAnthropic', () => {
 
   it('stream: a message_delta with null input and cache counts keeps the start’s, and its non-null ones win', () => {
     const start = { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 0, cache_creation: { ephemeral_5m_input_tokens: 1024, ephemeral_1h_input_tokens: 0 }, output_tokens: 1 };
-    expectUsage(fromAnthropic(start, { input_tokens: null, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens: 88 }), { inputTokens: 1496, outputTokens: 88, cacheWriteTokens: 1024 }, { fiveMinutes: 1024, oneHour: 0 });
-    expectUsage(fromAnthropic(start, { input_tokens: 480, output_tokens: 88 }), { inputTokens: 1504, outputTokens: 88, cacheWriteTokens: 1024 }, { fiveMinutes: 1024, oneHour: 0 });
+    expectUsage(fromAnthropic(start, { input_tokens: null, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens: 88 }), { inputTokens: 1496, outputTokens: 88, cacheWriteTokens: 1024 });
+    expectUsage(fromAnthropic(start, { input_tokens: 480, output_tokens: 88 }), { inputTokens: 1504, outputTokens: 88, cacheWriteTokens: 1024 });
   });
 
   it('a split that does not add up to the total: the total wins, the 1-hour part is kept', () => {
-    expectUsage(fromAnthropic({ input_tokens: 10, cache_creation_input_tokens: 100, cache_creation: { ephemeral_5m_input_tokens: 80, ephemeral_1h_input_tokens: 60 }, output_tokens: 1 }), { inputTokens: 110, outputTokens: 1, cacheWriteTokens: 100 }, { fiveMinutes: 40, oneHour: 60 });
-    expectUsage(fromAnthropic({ input_tokens: 10, cache_creation: { ephemeral_5m_input_tokens: 80, ephemeral_1h_input_tokens: 60 }, output_tokens: 1 }), { inputTokens: 150, outputTokens: 1, cacheWriteTokens: 140 }, { fiveMinutes: 80, oneHour: 60 });
+    expectUsage(fromAnthropic({ input_tokens: 10, cache_creation_input_tokens: 100, cache_creation: { ephemeral_5m_input_tokens: 80, ephemeral_1h_input_tokens: 60 }, output_tokens: 1 }), { inputTokens: 110, outputTokens: 1, cacheWriteTokens: 100, cacheWrite1hTokens: 60 });
+    expectUsage(fromAnthropic({ input_tokens: 10, cache_creation: { ephemeral_5m_input_tokens: 80, ephemeral_1h_input_tokens: 60 }, output_tokens: 1 }), { inputTokens: 150, outputTokens: 1, cacheWriteTokens: 140, cacheWrite1hTokens: 60 });
   });
 });
 
@@ -185,7 +185,7 @@ describe('fromBedrock', () => {
 
   it('Converse cache write with both times to live: cacheDetails is the split', () => {
     const usage = { inputTokens: 12, outputTokens: 240, totalTokens: 3252, cacheReadInputTokens: 0, cacheWriteInputTokens: 3000, cacheDetails: [{ ttl: '1h', inputTokens: 2000 }, { ttl: '5m', inputTokens: 1000 }] };
-    expectUsage(fromBedrock(usage), { inputTokens: 3012, outputTokens: 240, cacheWriteTokens: 3000 }, { fiveMinutes: 1000, oneHour: 2000 });
+    expectUsage(fromBedrock(usage), { inputTokens: 3012, outputTokens: 240, cacheWriteTokens: 3000, cacheWrite1hTokens: 2000 });
   });
 
   it('ConverseStream: the metadata event carries the usage', () => {

@@ -40,6 +40,11 @@ export interface UsageCounts {
   cacheReadTokens?: number;
   /** Input tokens written to a prompt cache, whatever their time to live (a part of `inputTokens`). */
   cacheWriteTokens?: number;
+  /**
+   * The cache writes with the 1-hour time to live (a part of `cacheWriteTokens`; the rest are
+   * 5-minute writes). Anthropic and Bedrock price a 1-hour write higher than a 5-minute one.
+   */
+  cacheWrite1hTokens?: number;
   /** Reasoning / thinking tokens (a part of `outputTokens`). */
   reasoningTokens?: number;
   /** Audio input tokens (a part of `inputTokens`). */
@@ -49,35 +54,15 @@ export interface UsageCounts {
 }
 
 /**
- * Cache writes by time to live, for providers that price them differently (Anthropic and Bedrock:
- * a 1-hour write costs more than a 5-minute one). The two add up to `usage.cacheWriteTokens`.
- */
-export interface CacheWritesByTtl {
-  /** Tokens written with the 5-minute time to live (Anthropic's `ephemeral_5m_input_tokens`). */
-  fiveMinutes: number;
-  /** Tokens written with the 1-hour time to live (Anthropic's `ephemeral_1h_input_tokens`). */
-  oneHour: number;
-}
-
-/**
- * What a normalizer returns.
- *
- * `usage` is what a step event carries, as it is. The step event has one `cacheWriteTokens` for
- * all cache writes, so the service prices every write at the model's cache-write rate (the
- * 5-minute rate, for Anthropic). When the provider says how the writes split between the 5-minute
- * and the 1-hour time to live, the split comes beside `usage`, in `cacheWritesByTtl`, never inside
- * it (the service refuses unknown usage fields): a caller that must price 1-hour writes exactly
- * reports a `cost` with the event, computed from it.
+ * What a normalizer returns: `usage` is what a step event carries, as it is. When the provider
+ * says how its cache writes split between the 5-minute and the 1-hour time to live, the 1-hour
+ * part is `usage.cacheWrite1hTokens` (the service prices it at the 1-hour rate, the rest at the
+ * 5-minute rate). If the provider's parts do not add up to its total, the total wins and the
+ * 1-hour part is kept (it is the dearer one).
  */
 export interface NormalizedUsage {
   /** Tollgate's usage; always valid for the service's `usageSchema`. */
   usage: UsageCounts;
-  /**
-   * How `usage.cacheWriteTokens` splits by time to live; present only when the provider reported
-   * the split and there were cache writes. If the provider's parts do not add up to its total,
-   * the total wins and the 1-hour part is kept (it is the dearer one).
-   */
-  cacheWritesByTtl?: CacheWritesByTtl;
 }
 
 /** A count as a provider may send it: absent, `null`, or a number. */
@@ -283,15 +268,12 @@ function normalized(p: Parts): NormalizedUsage {
   const usage: UsageCounts = { inputTokens, outputTokens };
   if (cacheReadTokens > 0) usage.cacheReadTokens = cacheReadTokens;
   if (cacheWriteTokens > 0) usage.cacheWriteTokens = cacheWriteTokens;
+  const cacheWrite1hTokens = p.ttl ? Math.min(count(p.ttl.oneHour), cacheWriteTokens) : 0;
+  if (cacheWrite1hTokens > 0) usage.cacheWrite1hTokens = cacheWrite1hTokens;
   if (reasoningTokens > 0) usage.reasoningTokens = reasoningTokens;
   if (audioInputTokens > 0) usage.audioInputTokens = audioInputTokens;
   if (imageInputTokens > 0) usage.imageInputTokens = imageInputTokens;
-  const result: NormalizedUsage = { usage };
-  if (p.ttl && cacheWriteTokens > 0 && (isCount(p.ttl.fiveMinutes) || isCount(p.ttl.oneHour))) {
-    const oneHour = Math.min(count(p.ttl.oneHour), cacheWriteTokens);
-    result.cacheWritesByTtl = { fiveMinutes: cacheWriteTokens - oneHour, oneHour };
-  }
-  return result;
+  return { usage };
 }
 
 /**
@@ -346,8 +328,8 @@ function mergedAnthropic(usage: unknown, delta: unknown): Json {
 /**
  * Anthropic Messages usage. Anthropic's `input_tokens` EXCLUDES `cache_read_input_tokens` and
  * `cache_creation_input_tokens`; here they are added to it. `output_tokens` includes thinking.
- * The 5-minute / 1-hour split of the cache writes (`cache_creation`) comes back in
- * `cacheWritesByTtl`.
+ * The 1-hour part of the cache writes (`cache_creation.ephemeral_1h_input_tokens`) comes back
+ * as `cacheWrite1hTokens`.
  *
  * A stream reports usage twice: `message_start` carries `message.usage` (input and cache counts,
  * an early output count) and `message_delta` the final, cumulative counts (its input and cache
@@ -432,8 +414,8 @@ function bedrockTtl(details: unknown): { fiveMinutes?: number; oneHour?: number 
 
 /**
  * Bedrock Converse usage. Bedrock's `inputTokens` EXCLUDES `cacheReadInputTokens` and
- * `cacheWriteInputTokens`; here they are added to it. `cacheDetails` (writes by time to live)
- * comes back in `cacheWritesByTtl`.
+ * `cacheWriteInputTokens`; here they are added to it. The writes `cacheDetails` gives the `1h`
+ * time to live come back as `cacheWrite1hTokens`.
  *
  * @param usage - the Converse response's `usage`, or the `metadata` event's `usage` of ConverseStream.
  * @example
@@ -526,7 +508,7 @@ function fromV3(v3: Json, ttl: Parts['ttl']): NormalizedUsage {
  *
  * The 5-minute / 1-hour split of cache writes is read from Mastra's `cacheCreationInputTokens5m`
  * / `1h`, Anthropic's raw `cache_creation` (in `providerMetadata.anthropic.usage` or the V3
- * `raw`), or Bedrock's `cacheDetails`, and comes back in `cacheWritesByTtl`.
+ * `raw`), or Bedrock's `cacheDetails`; its 1-hour part comes back as `cacheWrite1hTokens`.
  *
  * @param usage - the step's usage: a V3 or V2 model's, an AI SDK result's, or Mastra's
  *   (`processOutputStep`'s `usage`, a `finish` chunk's `payload.output.usage`, `steps[i].usage`).

@@ -1,5 +1,5 @@
 import type { ParsedStepUsageEvent, ProviderUsage, StepUsageEvent } from '../step-event';
-import { fromAiSdk, fromAnthropic, fromBedrock, fromGemini, fromOpenAI, type CacheWritesByTtl, type NormalizedUsage } from './normalize-usage';
+import { fromAiSdk, fromAnthropic, fromBedrock, fromGemini, fromOpenAI, type NormalizedUsage } from './normalize-usage';
 
 /**
  * Reads a step's provider usage the way its provider means it. `provider` is the step's own
@@ -22,8 +22,7 @@ export function readProviderUsage(p: ProviderUsage, provider: string): Normalize
 }
 
 /** The event with its usage in Tollgate's terms: as sent, or read from its provider usage. */
-export function withProviderUsageRead(e: ParsedStepUsageEvent): StepUsageEvent & { cacheWritesByTtl?: CacheWritesByTtl } {
+export function withProviderUsageRead(e: ParsedStepUsageEvent): StepUsageEvent {
   if (e.usage) return { ...e, usage: e.usage };
-  const read = readProviderUsage(e.providerUsage!, e.provider);
-  return { ...e, usage: read.usage, ...(read.cacheWritesByTtl ? { cacheWritesByTtl: read.cacheWritesByTtl } : {}) };
+  return { ...e, usage: readProviderUsage(e.providerUsage!, e.provider).usage };
 }
