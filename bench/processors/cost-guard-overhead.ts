@@ -67,9 +67,10 @@ function model() {
 
 const lookup = createTool({ id: 'lookup', description: 'Looks something up', inputSchema: z.object({ q: z.string() }), execute: async () => ({ found: 'yes' }) });
 
-/** Time spent inside a processor's own hooks, summed. */
-function timed<T extends object>(processor: T, hooks: string[]): { processor: T; ms: () => number; reset: () => void } {
+/** Time spent inside a processor's own hooks, summed, and per hook. */
+function timed<T extends object>(processor: T, hooks: string[]): { processor: T; ms: () => number; byHook: Record<string, number>; reset: () => void } {
   let total = 0;
+  const byHook: Record<string, number> = {};
   for (const hook of hooks) {
     const original = (processor as Record<string, unknown>)[hook];
     if (typeof original !== 'function') continue;
@@ -78,11 +79,13 @@ function timed<T extends object>(processor: T, hooks: string[]): { processor: T;
       try {
         return await (original as (...a: unknown[]) => unknown).apply(processor, args);
       } finally {
-        total += performance.now() - t0;
+        const spent = performance.now() - t0;
+        total += spent;
+        byHook[hook] = (byHook[hook] ?? 0) + spent;
       }
     };
   }
-  return { processor, ms: () => total, reset: () => (total = 0) };
+  return { processor, ms: () => total, byHook, reset: () => (total = 0) };
 }
 
 /** Counts the calls our guard makes to the service and waits on. */
@@ -243,6 +246,9 @@ export async function costGuardOverhead(): Promise<void> {
     console.log(
       `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(ours.checks() / totalSteps).toFixed(2)} checks, awaited; ${(ours.flushes() / totalSteps).toFixed(2)} records sent, only each run's last awaited)`,
     );
+    // The hooks' totals run from the warm-up on: one more round of steps.
+    const perHook = Object.entries(oursGuard.byHook).map(([hook, total]) => `${hook} ${ms(total / (totalSteps + steps))}`);
+    console.log(`  ours per hook and step, mean over every round and the warm-up: ${perHook.join(', ')}`);
     for (const name of ['mastra', 'busy'] as const) {
       console.log(`  ratio ours/mastra (${name === 'mastra' ? "its runs' metrics" : 'prefilled store'})  added per step ${(oursAdded / added(name)).toFixed(3)}×   in-hook ${(oursHook / median(hooks[name])).toFixed(3)}×   (target ≤ 1.0)`);
     }
