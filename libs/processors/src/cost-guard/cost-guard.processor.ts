@@ -450,8 +450,7 @@ export abstract class CostGuardBase<Id extends string> {
       if (racing && binds(response)) {
         await this.drain(run);
         if (!response.adjust) ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
-        else if (response.reservation && client.guard.release) {
-          await client.guard.release(response.reservation.id);
+        else if (response.reservation && client.guard.release && (await this.released(client, response.reservation.id))) {
           ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, `${stepId}:settled`)));
         }
       }
@@ -486,6 +485,17 @@ export abstract class CostGuardBase<Id extends string> {
     const soft = response.warnings.find((w) => ours(w) && w.threshold === 'soft');
     if (soft) await this.warnSoft(run, scopeKey, finding(soft));
     if (response.adjust) return this.adjusted(args, response.adjust, args.model, undefined, requestedMaxOutputTokens);
+  }
+
+  /** Releases a reservation; false (the shrunk answer then stands, as cautious as it was) when that fails. */
+  private async released(client: TollgateGuardClient, reservationId: string): Promise<boolean> {
+    try {
+      await client.guard.release!(reservationId);
+      return true;
+    } catch (error) {
+      this.log(`Cost guard: could not release reservation ${reservationId} to check again: ${(error as Error)?.message ?? String(error)}`);
+      return false;
+    }
   }
 
   /** `client.guard.check`, retried while Tollgate answers busy, within `busyDeadlineMs`. */

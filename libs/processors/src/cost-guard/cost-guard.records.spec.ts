@@ -1,0 +1,151 @@
+import { RequestContext } from '@mastra/core/request-context';
+import { abort, caught } from '../../test/support/messages';
+import type { GuardCheckRequest, GuardCheckResponse, GuardFinding, TollgateGuardClient } from '../tollgate/guard-client';
+import { CostGuardProcessor, type CostGuardStepArgs } from './cost-guard.processor';
+
+/** A deferred promise, resolved by the spec. */
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const violation: GuardFinding = { scope: 'resource', scopeKey: 'resource:r1', window: '7d', limitType: 'cost', usage: 1.2, limit: 1, unit: 'USD', threshold: 'hard', source: 'request' };
+const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({ decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, asOf: new Date().toISOString(), ...over });
+const reserved = (id: string, over: Partial<GuardCheckResponse> = {}) =>
+  answer({ reservation: { id, estimatedCost: 0.001, costUnit: 'USD', inputTokens: 10, outputTokens: 100, expiresAt: new Date(Date.now() + 60_000).toISOString() }, ...over });
+
+/** A client that answers checks from a script and whose deliveries land when the spec says. */
+function scriptedClient(answers: GuardCheckResponse[]) {
+  const log: string[] = [];
+  const checks: GuardCheckRequest[] = [];
+  const deliveries: Array<ReturnType<typeof deferred>> = [];
+  const client: TollgateGuardClient = {
+    guard: {
+      check: async (request) => {
+        checks.push(request);
+        log.push(`check ${request.stepId}`);
+        return answers.shift() ?? answer();
+      },
+      release: async (id) => void log.push(`release ${id}`),
+    },
+    events: {
+      record: (event) => void log.push(`record ${event.stepIndex}`),
+      flush: () => {
+        const d = deferred();
+        deliveries.push(d);
+        log.push('flush');
+        return d.promise.then(() => void log.push('landed'));
+      },
+    },
+  };
+  return { client, log, checks, deliveries };
+}
+
+function stepArgs(state: Record<string, unknown>, stepNumber: number, maxOutputTokens = 500): CostGuardStepArgs {
+  const requestContext = new RequestContext();
+  requestContext.set('mastra__resourceId', 'r1');
+  return { messages: [], systemMessages: [], abort, requestContext, state, stepNumber, steps: [], model: { provider: 'openai.chat', modelId: 'gpt-4o' }, modelSettings: { maxOutputTokens } };
+}
+const finished = (stepNumber: number, state: Record<string, unknown>, reason: 'tool-calls' | 'stop') => ({
+  stepNumber,
+  state,
+  chunks: [{ type: 'finish', payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } } }],
+});
+const guard = (client: TollgateGuardClient, onExceed?: 'shrink') => new CostGuardProcessor({ maxCost: 1, client, onExceed, logger: { warn: () => undefined } });
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe("CostGuardProcessor: a step's record is off the next step's path (given a step that called tools, when the next step is checked, then …)", () => {
+  it('the step ends without waiting for its record, and the next check goes out while it is in flight', async () => {
+    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1));
+    expect(log).toEqual([expect.stringMatching(/^check .+:0$/), 'record 0', 'flush', expect.stringMatching(/^check .+:1$/)]);
+    deliveries[0]!.resolve();
+  });
+
+  it('a deny taken while the record was in flight is asked again, same stepId, once it landed; the one after stands', async () => {
+    const { client, log, checks, deliveries } = scriptedClient([reserved('rsv-0'), answer({ decision: 'deny', violations: [violation] }), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    const second = g.processInputStep(stepArgs(state, 1));
+    await tick();
+    expect(log.slice(-1)).toEqual([expect.stringMatching(/:1$/)]); // asked, and now waits for the record
+    deliveries[0]!.resolve();
+    await expect(second).resolves.toBeUndefined();
+    expect(log.slice(3)).toEqual([expect.stringMatching(/:1$/), 'landed', expect.stringMatching(/:1$/)]);
+    expect(checks[1]!.stepId).toBe(checks[2]!.stepId);
+  });
+
+  it('a deny with nothing in flight is final: one check, and the TripWire', async () => {
+    const { client, checks } = scriptedClient([answer({ decision: 'deny', violations: [violation] })]);
+    const error = await caught(() => guard(client).processInputStep(stepArgs({}, 0)));
+    expect(error.message).toBe('Cost guard: cost limit exceeded (1.2/1)');
+    expect(checks).toHaveLength(1);
+  });
+
+  it('a shrink taken while the record was in flight is released and asked again under a new stepId', async () => {
+    const adjust = (maxOutputTokens: number) => ({ maxOutputTokens, requestedMaxOutputTokens: 500, limitedBy: [violation] });
+    const { client, log, checks, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-small', { adjust: adjust(100) }), reserved('rsv-fair', { adjust: adjust(300) })]);
+    const g = guard(client, 'shrink');
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    const second = g.processInputStep(stepArgs(state, 1));
+    await tick();
+    deliveries[0]!.resolve();
+    const result = await second;
+    expect(log.slice(3)).toEqual([expect.stringMatching(/:1$/), 'landed', 'release rsv-small', expect.stringMatching(/:1:settled$/)]);
+    expect(checks.map((c) => [c.onExceed, c.minOutputTokens])).toEqual([['shrink', 1], ['shrink', 1], ['shrink', 1]]);
+    expect(result).toMatchObject({ modelSettings: { maxOutputTokens: 300 } });
+  });
+
+  it('a shrink whose reservation cannot be released stands as it was (no second reservation)', async () => {
+    const adjust = { maxOutputTokens: 100, requestedMaxOutputTokens: 500, limitedBy: [violation] };
+    const { client, checks, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-small', { adjust })]);
+    client.guard.release = async () => {
+      throw new Error('503');
+    };
+    const g = guard(client, 'shrink');
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    const second = g.processInputStep(stepArgs(state, 1));
+    await tick();
+    deliveries[0]!.resolve();
+    expect(await second).toMatchObject({ modelSettings: { maxOutputTokens: 100 } });
+    expect(checks).toHaveLength(2);
+  });
+
+  it("the run's last step (no tool calls) is recorded and landed before its hook resolves", async () => {
+    const { client, log, deliveries } = scriptedClient([reserved('rsv-0')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    let done = false;
+    const last = g.processLLMResponse(finished(0, state, 'stop')).then(() => (done = true));
+    await tick();
+    expect(done).toBe(false);
+    deliveries[0]!.resolve();
+    await last;
+    expect(log.slice(1)).toEqual(['record 0', 'flush', 'landed']);
+  });
+
+  it('a TripWire waits for the records of the steps that ran', async () => {
+    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), answer({ decision: 'deny', violations: [violation] }), answer({ decision: 'deny', violations: [violation] })]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    const second = caught(() => g.processInputStep(stepArgs(state, 1)));
+    await tick();
+    deliveries[0]!.resolve();
+    expect((await second).message).toBe('Cost guard: cost limit exceeded (1.2/1)');
+    expect(log.indexOf('landed')).toBeGreaterThan(0);
+  });
+});
