@@ -103,6 +103,7 @@ function specs(project: TestProject, fixtures: { reservationId: string; keyId: s
     { name: 'POST /v1/guard/reservations/:id/release', method: 'POST', url: (p) => `/v1/guard/reservations/${p.id}/release`, params: { id: id(fixtures.reservationId) }, body: {} },
     { name: 'GET /v1/guard/usage', method: 'GET', url: () => '/v1/guard/usage', params: { scopeKey: { ...SCOPE_KEY, required: true } }, readOnly: true, strictQuery: true },
     { name: 'GET /v1/guard/exceeded', method: 'GET', url: () => '/v1/guard/exceeded', params: { scopeKey: SCOPE_KEY, limit: LIMIT(500) }, readOnly: true, strictQuery: true },
+    { name: 'GET /v1/alerts', method: 'GET', url: () => '/v1/alerts', params: { scopeKey: SCOPE_KEY, limit: LIMIT(500) }, readOnly: true, strictQuery: true },
     { name: 'GET /v1/guard/decisions', method: 'GET', url: () => '/v1/guard/decisions', params: { scopeKey: { ...SCOPE_KEY, value: 'thread:thread-1', inner: (v) => `thread:${v}` }, limit: LIMIT(500) }, readOnly: true, strictQuery: true },
     {
       name: 'PUT /v1/policies/:name',
