@@ -24,7 +24,7 @@ import { costGuardOverhead } from './cost-guard-overhead';
 const HISTORY = 1_000;
 const STEPS = 20;
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS ?? 5);
-const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 3);
+const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
 const CASES = [
   { name: 'keeps everything', limit: 10_000_000 },
   { name: 'trims to 20,000', limit: 20_000 },
