@@ -58,6 +58,25 @@ const FIXTURES = [
     micros: 16650,
   },
   {
+    name: 'Anthropic Messages, claude-sonnet-4, 5-minute and 1-hour cache writes: each at its own rate',
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-20250514',
+    providerUsage: {
+      format: 'anthropic',
+      usage: {
+        input_tokens: 100,
+        cache_creation_input_tokens: 1000,
+        cache_read_input_tokens: 0,
+        output_tokens: 200,
+        cache_creation: { ephemeral_5m_input_tokens: 600, ephemeral_1h_input_tokens: 400 },
+        service_tier: 'standard',
+      },
+    },
+    // $3 input, $3.75 5-minute write, $6 1-hour write, $15 output: 300 + 2,250 + 2,400 + 3,000.
+    stored: { input_tokens: 1100, output_tokens: 200, cache_read_tokens: 0, cache_write_tokens: 1000, cache_write_1h_tokens: 400, reasoning_tokens: 0 },
+    micros: 7950,
+  },
+  {
     name: 'Gemini, gemini-2.5-flash, implicit cache and thinking: cached inside the prompt, thoughts outside the candidates',
     provider: 'google',
     model: 'gemini-2.5-flash',
@@ -120,7 +139,7 @@ describe('POST /v1/events with the provider’s own usage (providerUsage)', () =
   const stored = async (eventId: string) =>
     (
       await svc.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-        `SELECT input_tokens::int, output_tokens::int, cache_read_tokens::int, cache_write_tokens::int, reasoning_tokens::int, cost_micros::int, cost_source, data
+        `SELECT input_tokens::int, output_tokens::int, cache_read_tokens::int, cache_write_tokens::int, cache_write_1h_tokens::int, reasoning_tokens::int, cost_micros::int, cost_source, data
            FROM events WHERE project_id = $1 AND event_id = $2 AND type = 'StepUsageRecorded'`,
         project.id,
         eventId,

@@ -25,7 +25,7 @@ const RECORD_COLUMNS = `event_id text, occurred_at timestamptz, trace_id text, s
   thread_id text, resource_id text, user_id text, organization_id text, session_id text,
   entity_type text, entity_name text, provider text, model text, environment text, service_name text,
   input_tokens bigint, output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint,
-  reasoning_tokens bigint, audio_input_tokens bigint, image_input_tokens bigint, duration_ms float8,
+  cache_write_1h_tokens bigint, reasoning_tokens bigint, audio_input_tokens bigint, image_input_tokens bigint, duration_ms float8,
   finish_reason text, step_index int, reservation_id text, cost_micros bigint, input_cost_micros bigint,
   output_cost_micros bigint, cost_unit text, cost_source text, price_id text, unpriced boolean,
   labels jsonb, tags text[], data jsonb`;
@@ -55,6 +55,7 @@ function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unkno
     output_tokens: u.outputTokens,
     cache_read_tokens: u.cacheReadTokens ?? 0,
     cache_write_tokens: u.cacheWriteTokens ?? 0,
+    cache_write_1h_tokens: u.cacheWrite1hTokens ?? 0,
     reasoning_tokens: u.reasoningTokens ?? 0,
     audio_input_tokens: u.audioInputTokens ?? 0,
     image_input_tokens: u.imageInputTokens ?? 0,

@@ -83,6 +83,7 @@ describe('readProjectSettings (real PostgreSQL)', () => {
         outputPerMillion: 5.5,
         cacheReadPerMillion: 0.125,
         cacheWritePerMillion: null,
+        cacheWrite1hPerMillion: null,
       },
     ]);
   });

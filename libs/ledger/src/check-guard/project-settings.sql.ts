@@ -73,6 +73,7 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
       outputPerMillion: Number(o.output_per_million),
       cacheReadPerMillion: o.cache_read_per_million === null ? null : Number(o.cache_read_per_million),
       cacheWritePerMillion: o.cache_write_per_million === null ? null : Number(o.cache_write_per_million),
+      cacheWrite1hPerMillion: o.cache_write_1h_per_million == null ? null : Number(o.cache_write_1h_per_million),
     })),
   };
 }

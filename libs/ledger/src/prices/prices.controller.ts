@@ -24,6 +24,8 @@ export const putPriceSchema = z.strictObject({
   outputPerMillion: rate,
   cacheReadPerMillion: rate.optional(),
   cacheWritePerMillion: rate.optional(),
+  /** Cache writes with the 1-hour time to live (`usage.cacheWrite1hTokens`); defaults to cacheWritePerMillion. */
+  cacheWrite1hPerMillion: rate.optional(),
 });
 
 /** A project's own prices for models, versioned by the time they take effect. */

@@ -15,9 +15,10 @@ export interface PriceInput {
   outputPerMillion: number;
   cacheReadPerMillion?: number;
   cacheWritePerMillion?: number;
+  cacheWrite1hPerMillion?: number;
 }
 
-type PriceRow = { id: string; provider: string; model: string; effectiveFrom: Date; currency: string; inputPerMillion: { toNumber(): number }; outputPerMillion: { toNumber(): number }; cacheReadPerMillion: { toNumber(): number } | null; cacheWritePerMillion: { toNumber(): number } | null };
+type PriceRow = { id: string; provider: string; model: string; effectiveFrom: Date; currency: string; inputPerMillion: { toNumber(): number }; outputPerMillion: { toNumber(): number }; cacheReadPerMillion: { toNumber(): number } | null; cacheWritePerMillion: { toNumber(): number } | null; cacheWrite1hPerMillion: { toNumber(): number } | null };
 
 export const priceView = (r: PriceRow) => ({
   id: r.id,
@@ -29,6 +30,7 @@ export const priceView = (r: PriceRow) => ({
   outputPerMillion: r.outputPerMillion.toNumber(),
   cacheReadPerMillion: r.cacheReadPerMillion?.toNumber() ?? null,
   cacheWritePerMillion: r.cacheWritePerMillion?.toNumber() ?? null,
+  cacheWrite1hPerMillion: r.cacheWrite1hPerMillion?.toNumber() ?? null,
 });
 
 /** Stored steps that the new price would price, priced otherwise: they change only with a reprice. */
@@ -45,7 +47,8 @@ const sameRates = (a: PriceOverrideRate, b: PriceInput) =>
   a.inputPerMillion === b.inputPerMillion &&
   a.outputPerMillion === b.outputPerMillion &&
   (a.cacheReadPerMillion ?? null) === (b.cacheReadPerMillion ?? null) &&
-  (a.cacheWritePerMillion ?? null) === (b.cacheWritePerMillion ?? null);
+  (a.cacheWritePerMillion ?? null) === (b.cacheWritePerMillion ?? null) &&
+  (a.cacheWrite1hPerMillion ?? null) === (b.cacheWrite1hPerMillion ?? null);
 
 /**
  * A project's price overrides. Setting one prices the steps ingested from then on; the steps
@@ -74,6 +77,7 @@ export class PricesService {
       outputPerMillion: body.outputPerMillion,
       cacheReadPerMillion: body.cacheReadPerMillion ?? null,
       cacheWritePerMillion: body.cacheWritePerMillion ?? null,
+      cacheWrite1hPerMillion: body.cacheWrite1hPerMillion ?? null,
     };
     // Ingest and the guard cache a project's prices: announce the change in the same transaction.
     const [row] = await this.prisma.$transaction([

@@ -24,6 +24,33 @@ describe('priceStep', () => {
     expect(cost).toMatchObject({ inputCostMicros: 1_250_000n, outputCostMicros: 0n });
   });
 
+  // claude-sonnet-4: $3 input, $3.75 per million 5-minute cache writes, $6 per million 1-hour ones, $15 output.
+  const cached = { inputTokens: 1100, outputTokens: 200, cacheWriteTokens: 1000, cacheWrite1hTokens: 400 };
+
+  it('charges 1-hour cache writes at the 1-hour rate and the other writes at the 5-minute rate', () => {
+    // 100 × 3 + 600 × 3.75 + 400 × 6 = 300 + 2,250 + 2,400 input; 200 × 15 = 3,000 output.
+    const cost = priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: cached }, at, []);
+    expect(cost).toEqual({ priced: true, costMicros: 7950n, inputCostMicros: 4950n, outputCostMicros: 3000n, currency: 'USD', source: 'catalog', priceId: 'genai-prices:anthropic/claude-sonnet-4-0' });
+    // Without the split every write is a 5-minute one: 100 × 3 + 1,000 × 3.75.
+    const { cacheWrite1hTokens: _, ...unsplit } = cached;
+    expect(priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: unsplit }, at, [])).toMatchObject({ inputCostMicros: 4050n });
+    // The catalog's own figure for a million writes, 400,000 of them 1-hour ones: $4.65.
+    const million = priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: { inputTokens: 1e6, outputTokens: 0, cacheWriteTokens: 1e6, cacheWrite1hTokens: 4e5 } }, at, []);
+    expect(million).toMatchObject({ inputCostMicros: 4_650_000n });
+  });
+
+  it("charges 1-hour cache writes at an override's 1-hour rate, or its cache-write rate when it has none", () => {
+    const override = rate({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', inputPerMillion: 3, outputPerMillion: 15, cacheWritePerMillion: 3.75 });
+    // 100 × 3 + 600 × 3.75 + 400 × 7.5 = 300 + 2,250 + 3,000.
+    expect(priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: cached }, at, [{ ...override, cacheWrite1hPerMillion: 7.5 }])).toEqual({
+      priced: true, costMicros: 8550n, inputCostMicros: 5550n, outputCostMicros: 3000n, currency: 'USD', source: 'override', priceId: 'override:r1',
+    });
+    // 100 × 3 + 1,000 × 3.75.
+    expect(priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: cached }, at, [override])).toMatchObject({ costMicros: 7050n, inputCostMicros: 4050n });
+    // Neither cache-write rate: every write at the input rate, 1,100 × 3.
+    expect(priceStep({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: cached }, at, [{ ...override, cacheWritePerMillion: null }])).toMatchObject({ inputCostMicros: 3300n });
+  });
+
   it('leaves an unknown model unpriced rather than free', () => {
     expect(priceStep({ provider: 'acme', model: 'nope-1', usage }, at, [])).toEqual({ priced: false });
   });
@@ -63,7 +90,7 @@ describe('overrideAt', () => {
 describe('catalog rate cache', () => {
   const models: [string, string][] = [
     ['openai', 'gpt-4o'], ['openai', 'gpt-4o-mini'], ['openai', 'gpt-4.1'], ['openai', 'o3-mini'], ['openai', 'gpt-4o-audio-preview'],
-    ['anthropic', 'claude-sonnet-4-0'], ['anthropic', 'claude-3-5-haiku-latest'], ['google', 'gemini-2.5-pro'], ['google', 'gemini-2.5-flash'],
+    ['anthropic', 'claude-sonnet-4-0'], ['anthropic', 'claude-sonnet-4-5'], ['anthropic', 'claude-3-5-haiku-latest'], ['google', 'gemini-2.5-pro'], ['google', 'gemini-2.5-flash'],
   ];
   let seed = 42;
   const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
@@ -73,7 +100,8 @@ describe('catalog rate cache', () => {
       const inputTokens = rand(400_000);
       const cacheReadTokens = rand(2) ? rand(inputTokens + 1) : 0;
       const cacheWriteTokens = rand(2) ? rand(inputTokens - cacheReadTokens + 1) : 0;
-      const usage = { inputTokens, outputTokens: rand(20_000), cacheReadTokens, cacheWriteTokens };
+      const cacheWrite1hTokens = rand(2) ? rand(cacheWriteTokens + 1) : 0;
+      const usage = { inputTokens, outputTokens: rand(20_000), cacheReadTokens, cacheWriteTokens, cacheWrite1hTokens };
       const when = new Date(Date.UTC(2025, rand(12), 1 + rand(28)));
       const fast = catalogCost(usage, provider, model, when);
       const reference = catalogCostUncached(usage, provider, model, when);

@@ -12,6 +12,8 @@ export interface PriceOverrideRate {
   outputPerMillion: number;
   cacheReadPerMillion?: number | null;
   cacheWritePerMillion?: number | null;
+  /** 1-hour cache writes (`usage.cacheWrite1hTokens`); unset: the cache-write rate above. */
+  cacheWrite1hPerMillion?: number | null;
 }
 
 export type PricedCost =
@@ -61,25 +63,36 @@ export function overrideAt(overrides: readonly PriceOverrideRate[], provider: st
   return best;
 }
 
-/** Cost of `usage` at an override's rates; rates are per million tokens, so tokens × rate = micro-units. */
+/**
+ * Cost of `usage` at an override's rates; rates are per million tokens, so tokens × rate = micro-units.
+ * The 1-hour cache writes are at `cacheWrite1hPerMillion`, the other writes (5 minutes) at `cacheWritePerMillion`.
+ */
 export function costAtRates(usage: Usage, rate: PriceOverrideRate): { input: number; output: number } {
   const cacheRead = usage.cacheReadTokens ?? 0;
   const cacheWrite = usage.cacheWriteTokens ?? 0;
+  const cacheWrite1h = Math.min(usage.cacheWrite1hTokens ?? 0, cacheWrite);
   const uncached = usage.inputTokens - cacheRead - cacheWrite;
+  const cacheWriteRate = rate.cacheWritePerMillion ?? rate.inputPerMillion;
   const input =
     uncached * rate.inputPerMillion +
     cacheRead * (rate.cacheReadPerMillion ?? rate.inputPerMillion) +
-    cacheWrite * (rate.cacheWritePerMillion ?? rate.inputPerMillion);
+    (cacheWrite - cacheWrite1h) * cacheWriteRate +
+    cacheWrite1h * (rate.cacheWrite1hPerMillion ?? cacheWriteRate);
   return { input, output: usage.outputTokens * rate.outputPerMillion };
 }
 
 function calcCatalog(usage: Usage, provider: string, model: string, at: Date) {
+  const cacheWrite = usage.cacheWriteTokens ?? 0;
+  const cacheWrite1h = Math.min(usage.cacheWrite1hTokens ?? 0, cacheWrite);
   return calcPrice(
     {
       input_tokens: usage.inputTokens,
       output_tokens: usage.outputTokens,
       cache_read_tokens: usage.cacheReadTokens ?? 0,
-      cache_write_tokens: usage.cacheWriteTokens ?? 0,
+      // The catalog prices the 1-hour writes at the model's 1-hour rate (its 5-minute one when it has none).
+      cache_write_tokens: cacheWrite,
+      cache_write_5m_tokens: cacheWrite - cacheWrite1h,
+      cache_write_1h_tokens: cacheWrite1h,
       input_audio_tokens: usage.audioInputTokens ?? 0,
     },
     normalizeModel(provider, model),
@@ -92,7 +105,9 @@ interface LinearRates {
   priceId: string;
   uncached: number;
   cacheRead: number;
+  /** 5-minute cache writes (the cache writes that are not 1-hour ones). */
   cacheWrite: number;
+  cacheWrite1h: number;
   audio: number;
   output: number;
 }
@@ -121,6 +136,7 @@ function linearRates(provider: string, model: string, at: Date): LinearRates | n
       output: probe.output_price / M,
       cacheRead: inputCost({ cacheReadTokens: M }) / M,
       cacheWrite: inputCost({ cacheWriteTokens: M }) / M,
+      cacheWrite1h: inputCost({ cacheWriteTokens: M, cacheWrite1hTokens: M }) / M,
       audio: inputCost({ audioInputTokens: M }) / M,
     };
     if (Object.values(rates).some((v) => typeof v === 'number' && !Number.isFinite(v))) rates = null;
@@ -136,10 +152,11 @@ function catalogCost(usage: Usage, provider: string, model: string, at: Date): {
   if (rates) {
     const cacheRead = usage.cacheReadTokens ?? 0;
     const cacheWrite = usage.cacheWriteTokens ?? 0;
+    const cacheWrite1h = Math.min(usage.cacheWrite1hTokens ?? 0, cacheWrite);
     const audio = usage.audioInputTokens ?? 0;
     const uncached = Math.max(0, usage.inputTokens - cacheRead - cacheWrite - audio);
     return {
-      input: uncached * rates.uncached + cacheRead * rates.cacheRead + cacheWrite * rates.cacheWrite + audio * rates.audio,
+      input: uncached * rates.uncached + cacheRead * rates.cacheRead + (cacheWrite - cacheWrite1h) * rates.cacheWrite + cacheWrite1h * rates.cacheWrite1h + audio * rates.audio,
       output: usage.outputTokens * rates.output,
       priceId: rates.priceId,
     };

@@ -18,8 +18,8 @@ const RECORD_COLUMNS = `event_id text, step_position bigint, occurred_at timesta
 
 /** The step's columns a correction carries, so every reader can file and filter it like its step. */
 const COPIED = `trace_id, span_id, run_id, thread_id, resource_id, user_id, organization_id, session_id, entity_type, entity_name,
-  provider, model, environment, service_name, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-  audio_input_tokens, image_input_tokens, duration_ms, finish_reason, step_index, labels, tags`;
+  provider, model, environment, service_name, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
+  reasoning_tokens, audio_input_tokens, image_input_tokens, duration_ms, finish_reason, step_index, labels, tags`;
 const COPIED_FROM_STEP = COPIED.split(',').map((c) => `s.${c.trim()}`).join(', ');
 
 function toRecord(c: CorrectionRow) {

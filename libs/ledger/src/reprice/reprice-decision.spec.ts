@@ -19,7 +19,7 @@ const step = (over: Partial<StepWithCost> = {}): StepWithCost => ({
   occurredAt: AT,
   provider: 'acme',
   model: 'acme-large',
-  usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, audioInputTokens: 0, imageInputTokens: 0 },
+  usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, audioInputTokens: 0, imageInputTokens: 0 },
   providerReported: false,
   sequence: 0,
   latest: { costMicros: null, inputCostMicros: null, outputCostMicros: null, costUnit: null, source: null, priceId: null, unpriced: true },

@@ -46,6 +46,7 @@ export interface StepWithCost {
     outputTokens: number;
     cacheReadTokens: number;
     cacheWriteTokens: number;
+    cacheWrite1hTokens: number;
     reasoningTokens: number;
     audioInputTokens: number;
     imageInputTokens: number;
@@ -71,7 +72,7 @@ const FILTERS = (p: number) =>
    AND ($${p + 1}::text IS NULL OR ${normalizedModelSql('s.provider', 's.model')} = $${p + 1}::text)`;
 
 const BATCH_SQL = `SELECT s.position::text AS position, s.event_id, s.occurred_at, s.provider, s.model,
-         s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, s.reasoning_tokens, s.audio_input_tokens, s.image_input_tokens,
+         s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, s.cache_write_1h_tokens, s.reasoning_tokens, s.audio_input_tokens, s.image_input_tokens,
          coalesce(s.cost_source = 'provider', false) AS provider_reported,
          l.sequence, l.cost_micros, l.input_cost_micros, l.output_cost_micros, l.cost_unit, l.cost_source, l.price_id, l.unpriced
     FROM events s ${LATEST_COST_SQL}
@@ -108,6 +109,7 @@ export async function readRepriceBatch(db: Sql, projectId: string, range: StepRa
       outputTokens: Number(r.output_tokens),
       cacheReadTokens: Number(r.cache_read_tokens),
       cacheWriteTokens: Number(r.cache_write_tokens),
+      cacheWrite1hTokens: Number(r.cache_write_1h_tokens),
       reasoningTokens: Number(r.reasoning_tokens),
       audioInputTokens: Number(r.audio_input_tokens),
       imageInputTokens: Number(r.image_input_tokens),
