@@ -186,17 +186,26 @@ export async function costGuardOverhead(): Promise<void> {
     sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
     const ours = counting(sdk.client);
     const oursGuard = timed(new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }), ['processInputStep', 'processLLMResponse', 'processAPIError']);
+    // Ours against a client that answers at once: the processor's own work, without the service.
+    const instant: TollgateGuardClient = {
+      guard: {
+        check: async () => ({ decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, reservation: { id: 'rsv', estimatedCost: 0, costUnit: 'USD', inputTokens: 0, outputTokens: 0, expiresAt: '' }, asOf: '' }),
+        release: async () => undefined,
+      },
+      events: { record: () => undefined, flush: async () => undefined },
+    };
+    const localGuard = timed(new CostGuardProcessor({ maxCost: 1_000, client: instant, logger: { warn: () => undefined } }), ['processInputStep', 'processLLMResponse', 'processAPIError']);
     const mastraGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
     const busyGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
     const agent = (id: string, inputProcessors: unknown[] = []) =>
       new Agent({ id, name: id, instructions: 'Use the lookup tool.', model: model(), tools: { lookup }, inputProcessors: inputProcessors as never });
     const own = new InMemoryStore();
     const busy = new InMemoryStore();
-    const mastra = new Mastra({ agents: { baseline: agent('baseline'), mastra: agent('mastra', [mastraGuard.processor]), ours: agent('ours', [oursGuard.processor]) }, storage: own, logger: false });
+    const mastra = new Mastra({ agents: { baseline: agent('baseline'), mastra: agent('mastra', [mastraGuard.processor]), ours: agent('ours', [oursGuard.processor]), local: agent('local', [localGuard.processor]) }, storage: own, logger: false });
     const mastraBusy = new Mastra({ agents: { mastra: agent('mastra', [busyGuard.processor]) }, storage: busy, logger: false });
     const stores = { mastra: own.stores.observability as unknown as ObservabilityStore, busy: busy.stores.observability as unknown as ObservabilityStore };
     for (let i = 0; i < PREFILL_STEPS; i += 1_000) await stores.busy.batchCreateMetrics({ metrics: stepMetrics(`other-${i % 97}`, `prefill-${i}`, Math.min(1_000, PREFILL_STEPS - i)) });
-    const registered = { baseline: mastra.getAgent('baseline'), mastra: mastra.getAgent('mastra'), busy: mastraBusy.getAgent('mastra'), ours: mastra.getAgent('ours') };
+    const registered = { baseline: mastra.getAgent('baseline'), mastra: mastra.getAgent('mastra'), busy: mastraBusy.getAgent('mastra'), ours: mastra.getAgent('ours'), local: mastra.getAgent('local') };
     type Name = keyof typeof registered;
     const storeOf: Partial<Record<Name, ObservabilityStore>> = { mastra: stores.mastra, busy: stores.busy };
 
@@ -218,13 +227,13 @@ export async function costGuardOverhead(): Promise<void> {
 
     // Warm-up: JIT, connections, the tokenizer, the service's caches.
     for (const name of Object.keys(registered) as Name[]) await runAll(name);
-    const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [] };
-    const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [] };
-    const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = { mastra: mastraGuard, busy: busyGuard, ours: oursGuard };
+    const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
+    const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
+    const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = { mastra: mastraGuard, busy: busyGuard, ours: oursGuard, local: localGuard };
     ours.reset();
     const steps = RUNS_PER_ROUND * STEPS;
     for (let round = 0; round < ROUNDS; round++) {
-      const order: Name[] = round % 2 === 0 ? ['baseline', 'mastra', 'busy', 'ours'] : ['ours', 'busy', 'mastra', 'baseline'];
+      const order: Name[] = round % 2 === 0 ? ['baseline', 'mastra', 'busy', 'ours', 'local'] : ['local', 'ours', 'busy', 'mastra', 'baseline'];
       for (const name of order) {
         hookTimers[name]?.reset();
         perStep[name].push((await runAll(name)) / steps);
@@ -246,6 +255,7 @@ export async function costGuardOverhead(): Promise<void> {
     console.log(
       `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(ours.checks() / totalSteps).toFixed(2)} checks, awaited; ${(ours.flushes() / totalSteps).toFixed(2)} records sent, only each run's last awaited)`,
     );
+    console.log(`  ${'ours, against a client that answers at once'.padEnd(54)}adds ${ms(added('local'))} per step   (in its hooks: ${ms(median(hooks.local))}: the processor's own work)`);
     // The hooks' totals run from the warm-up on: one more round of steps.
     const perHook = Object.entries(oursGuard.byHook).map(([hook, total]) => `${hook} ${ms(total / (totalSteps + steps))}`);
     console.log(`  ours per hook and step, mean over every round and the warm-up: ${perHook.join(', ')}`);
