@@ -201,6 +201,43 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     expect((await reprice(p, range)).body.repriced).toBe(0);
   });
 
+  it('reprices a step with 1-hour cache writes as ingest priced it: the stored split, each write at its own rate', async () => {
+    const model = { provider: 'anthropic', model: 'claude-sonnet-4-20250514' };
+    // 100 uncached, 600 5-minute and 400 1-hour cache writes, 200 output.
+    const providerUsage = { format: 'anthropic', usage: { input_tokens: 100, cache_creation_input_tokens: 1000, cache_creation: { ephemeral_5m_input_tokens: 600, ephemeral_1h_input_tokens: 400 }, output_tokens: 200 } };
+    const step = () => {
+      const { usage: _usage, ...rest } = stepEvent({ ...model, resourceId: `r-${randomUUID()}`, occurredAt: new Date(at).toISOString() });
+      return { ...rest, providerUsage };
+    };
+    const p = await createProject(svc.url);
+    const first = step();
+    await ingest(p, [first]);
+    // The catalog: 100 × 3 + 600 × 3.75 + 400 × 6 + 200 × 15 = 300 + 2,250 + 2,400 + 3,000.
+    const [stored] = await logOf(p, 'StepUsageRecorded');
+    expect(stored).toMatchObject({ cache_write_tokens: 1000n, cache_write_1h_tokens: 400n, cost_micros: 7950n, input_cost_micros: 4950n, cost_source: 'catalog' });
+    // Repriced at the same catalog price, from the stored usage: the same cost, nothing appended.
+    expect((await reprice(p, range)).body).toMatchObject({ scanned: 1, repriced: 0, unchanged: 1, deltaByUnit: {} });
+
+    // An override with its own 1-hour rate, $7.50: 300 + 2,250 + 3,000 + 3,000 = 8,550.
+    const rates = { effectiveFrom: new Date(at - HOUR).toISOString(), inputPerMillion: 3, outputPerMillion: 15, cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 7.5 };
+    const put = await putPrice(p, rates, model.provider, model.model);
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 7.5, warnings: [expect.objectContaining({ steps: 1 })] });
+    expect((await reprice(p, range)).body).toMatchObject({ repriced: 1, deltaByUnit: { USD: { costMicros: 8550 - 7950 } } });
+    const [correction] = await logOf(p, 'StepRepriced');
+    expect(correction).toMatchObject({ cache_write_tokens: 1000n, cache_write_1h_tokens: 400n, cost_micros: 8550n, input_cost_micros: 5550n, output_cost_micros: 3000n, cost_source: 'override' });
+    // The same step ingested under that override costs the same.
+    const twin = await createProject(svc.url);
+    expect((await putPrice(twin, rates, model.provider, model.model)).status).toBe(200);
+    await ingest(twin, [step()]);
+    expect((await logOf(twin, 'StepUsageRecorded'))[0]).toMatchObject({ cache_write_1h_tokens: 400n, cost_micros: 8550n, input_cost_micros: 5550n, cost_source: 'override' });
+
+    // A bad 1-hour rate is refused by name, and changes nothing.
+    const bad = await putPrice(p, { ...rates, cacheWrite1hPerMillion: -1 }, model.provider, model.model);
+    expect([bad.status, bad.body.field]).toEqual([400, 'cacheWrite1hPerMillion']);
+    expect((await api(p, 'GET', '/v1/prices')).body.prices).toEqual([expect.objectContaining({ cacheWrite1hPerMillion: 7.5 })]);
+  });
+
   it('metric answers see a correction before the projector does: in the unprojected tail and at sub-minute edges read from the log', async () => {
     const resourceId = `r-${randomUUID()}`;
     const aggregate = (p: TestProject, timestamp?: { start: string; end: string }) =>
