@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { SCOPES, type Scope } from './scopes';
 import { idSchema, shortText } from './step-event';
 
-export const SCOPES = ['run', 'thread', 'resource', 'user', 'organization', 'session'] as const;
-export type Scope = (typeof SCOPES)[number];
+// The scopes are defined with their context fields and columns (scopes.ts); the SDK imports them from here.
+export { SCOPES, type Scope };
 
 export const WINDOWS = ['1h', '6h', '24h', '7d', '30d', '365d'] as const;
 export type Window = (typeof WINDOWS)[number];

@@ -1,5 +1,6 @@
 export * from './step-event';
 export * from './validation';
+export * from './scopes';
 export * from './guard';
 export * from './usage/normalize-usage';
 export * from './usage/provider-usage';

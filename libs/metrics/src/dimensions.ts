@@ -1,3 +1,5 @@
+import { RUN_ID, SCOPE_TABLE, type Scope } from '@tollgate/contracts';
+
 /**
  * The dimensions of a metric record and where each lives. Low-cardinality dimensions are in both
  * rollup cubes; scope ids only in the scoped (hourly) cube; trace/run/span ids and labels only in
@@ -13,19 +15,12 @@ export const LOW_DIMENSIONS = {
   serviceName: 'service_name',
 } as const;
 
-export const SCOPE_DIMENSIONS = {
-  resourceId: 'resource_id',
-  threadId: 'thread_id',
-  userId: 'user_id',
-  organizationId: 'organization_id',
-  sessionId: 'session_id',
-} as const;
+const dimension = <S extends Scope>(scope: S) => [SCOPE_TABLE[scope].field, SCOPE_TABLE[scope].column] as const;
 
-export const RAW_DIMENSIONS = {
-  traceId: 'trace_id',
-  runId: 'run_id',
-  spanId: 'span_id',
-} as const;
+// In the order of metric_dimensions' columns (and of its key): resource first.
+export const SCOPE_DIMENSIONS = Object.fromEntries((['resource', 'thread', 'user', 'organization', 'session'] as const).map(dimension));
+
+export const RAW_DIMENSIONS = Object.fromEntries([dimension('run'), [RUN_ID.field, RUN_ID.column], ['spanId', 'span_id']]);
 
 export type DimensionLocation = 'low' | 'scope' | 'raw';
 

@@ -1,4 +1,4 @@
-import type { GuardCheckRequest, GuardContext, Scope, Window } from '@tollgate/contracts';
+import { SCOPE_TABLE, SCOPES, scopeIdIn, type GuardCheckRequest, type GuardContext, type Scope, type Window } from '@tollgate/contracts';
 import type { EffectiveLimit } from './guard-decision';
 import type { StoredPolicy } from './project-settings.sql';
 
@@ -14,27 +14,12 @@ export function shrinkOf(request: GuardCheckRequest): { minOutputTokens: number 
 
 /** The id of each scope in a step's context; the run is the trace (runId stands in when no traceId is given). */
 export function scopeIdOf(context: GuardContext, scope: Scope): string | undefined {
-  switch (scope) {
-    case 'run':
-      return context.traceId ?? context.runId;
-    case 'thread':
-      return context.threadId;
-    case 'resource':
-      return context.resourceId;
-    case 'user':
-      return context.userId;
-    case 'organization':
-      return context.organizationId;
-    case 'session':
-      return context.sessionId;
-  }
+  return scopeIdIn(context, scope);
 }
 
 /** Every scope key a step touches: a reservation holds budget in all of them. */
 export function scopeKeysOf(context: GuardContext): string[] {
-  const keys = (['run', 'thread', 'resource', 'user', 'organization', 'session'] as const)
-    .map((s) => (scopeIdOf(context, s) ? `${s}:${scopeIdOf(context, s)}` : null))
-    .filter((k): k is string => k !== null);
+  const keys = SCOPES.map((s) => (scopeIdOf(context, s) ? `${s}:${scopeIdOf(context, s)}` : null)).filter((k): k is string => k !== null);
   // A step's events count under both its trace and its run id; so must its reservation.
   if (context.traceId && context.runId && context.runId !== context.traceId) keys.push(`run:${context.runId}`);
   return keys.sort();
@@ -58,7 +43,7 @@ export function effectiveLimits(request: GuardCheckRequest, policies: readonly S
   const resolve = (scope: Scope, window: Window, rest: Omit<EffectiveLimit, 'scope' | 'scopeKey' | 'window'>) => {
     const id = scopeIdOf(request.context, scope);
     if (!id) {
-      if (!skipped.some((s) => s.scope === scope)) skipped.push({ scope, reason: `no ${scope === 'run' ? 'traceId or runId' : `${scope}Id`} in context` });
+      if (!skipped.some((s) => s.scope === scope)) skipped.push({ scope, reason: `no ${scope === 'run' ? 'traceId or runId' : SCOPE_TABLE[scope].field} in context` });
       return;
     }
     limits.push({ scope, scopeKey: `${scope}:${id}`, window: scope === 'run' ? null : window, ...rest });

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { guardCheckRequestSchema, idSchema, type GuardCheckRequest } from '@tollgate/contracts';
+import { guardCheckRequestSchema, idSchema, SCOPE_TABLE, SCOPES, type GuardCheckRequest, type Scope } from '@tollgate/contracts';
 import { EVENT_SELECT, PrismaService } from '@tollgate/database';
 import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
@@ -12,7 +12,7 @@ import { CheckGuard } from './check-guard.command';
 // `<scope>:<id>`, its id checked as a context id: the routes look it up as one.
 const scopeKey = z
   .string({ error: 'must look like resource:<id>' })
-  .regex(/^(run|thread|resource|user|organization|session):.+$/s, 'must look like resource:<id>')
+  .regex(new RegExp(`^(${SCOPES.join('|')}):.+$`, 's'), 'must look like resource:<id>')
   .superRefine((key, ctx) => {
     const id = idSchema.safeParse(key.slice(key.indexOf(':') + 1));
     if (!id.success) ctx.addIssue({ code: 'custom', message: `id (after the colon) ${id.error.issues[0].message}` });
@@ -24,10 +24,6 @@ const decisionsQuery = z.strictObject({
 });
 
 const usageQuery = z.strictObject({ scopeKey });
-
-const CONTEXT_FIELDS: Record<string, string> = { run: 'traceId', thread: 'threadId', resource: 'resourceId', user: 'userId', organization: 'organizationId', session: 'sessionId' };
-
-const SCOPE_COLUMNS: Record<string, string> = { run: 'trace_id', thread: 'thread_id', resource: 'resource_id', user: 'user_id', organization: 'organization_id', session: 'session_id' };
 
 @Controller('v1/guard')
 @UseGuards(AuthGuard)
@@ -70,7 +66,7 @@ export class GuardController {
   @RequireScope('read')
   @Documented({ summary: "A scope's usage against every stored policy on it (a dry-run check, read-only)", tag: 'guard', auth: 'read', query: usageQuery })
   async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
-    const [scope, ...rest] = q.scopeKey.split(':');
+    const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
     const id = rest.join(':');
     const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId, scope }, orderBy: { name: 'asc' } });
     const entityNames = [...new Set(rows.map((r) => r.entityName ?? undefined))];
@@ -78,7 +74,7 @@ export class GuardController {
     const answers = await Promise.all(
       entityNames.map((entityName) =>
         this.commands.execute(
-          new CheckGuard(principal.projectId, guardCheckRequestSchema.parse({ context: { [CONTEXT_FIELDS[scope]]: id, ...(entityName ? { entityName } : {}) }, dryRun: true })),
+          new CheckGuard(principal.projectId, guardCheckRequestSchema.parse({ context: { [SCOPE_TABLE[scope].field]: id, ...(entityName ? { entityName } : {}) }, dryRun: true })),
         ),
       ),
     );
@@ -106,9 +102,9 @@ export class GuardController {
     const params: unknown[] = [principal.projectId, q.limit];
     let filter = '';
     if (q.scopeKey) {
-      const [scope, ...rest] = q.scopeKey.split(':');
+      const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
       params.push(rest.join(':'));
-      filter = `AND ${SCOPE_COLUMNS[scope]} = $3`;
+      filter = `AND ${SCOPE_TABLE[scope].column} = $3`;
     }
     const rows = await this.prisma.$queryRawUnsafe<any[]>(
       `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = 'GuardDecided' ${filter} ORDER BY occurred_at DESC, position DESC LIMIT $2`,
@@ -122,7 +118,7 @@ export class GuardController {
         violations: r.data.violations,
         warnings: r.data.warnings,
         context: Object.fromEntries(
-          Object.entries({ traceId: r.trace_id, threadId: r.thread_id, resourceId: r.resource_id, userId: r.user_id, organizationId: r.organization_id, sessionId: r.session_id, entityName: r.entity_name }).filter(([, v]) => v !== null),
+          [...SCOPES.map((s) => [SCOPE_TABLE[s].field, r[SCOPE_TABLE[s].column]]), ['entityName', r.entity_name]].filter(([, v]) => v !== null),
         ),
       })),
     };

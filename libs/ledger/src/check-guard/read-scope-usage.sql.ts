@@ -1,4 +1,4 @@
-import type { Scope, Window } from '@tollgate/contracts';
+import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
@@ -14,12 +14,12 @@ export interface UsageRequest {
  * step repriced since (StepRepriced, carrying the step's scope ids and occurredAt) counts at its
  * new cost: the correction adds the step at the new cost and takes it out at the old one.
  */
-const RAW_BRANCHES = (['thread', 'resource', 'user', 'organization', 'session'] as const)
+const RAW_BRANCHES = WINDOWED_SCOPES
   .map(
     (scope) => `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
        FROM s CROSS JOIN LATERAL (
          SELECT type, cost_unit, input_tokens, output_tokens, cost_micros, unpriced, data FROM events e
-          WHERE e.project_id = $1 AND e.${scope}_id = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced') AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
+          WHERE e.project_id = $1 AND e.${SCOPE_TABLE[scope].column} = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced') AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
          OFFSET 0) e
        CROSS JOIN LATERAL (
          SELECT e.cost_unit, e.input_tokens, e.output_tokens, e.cost_micros, e.unpriced::int::bigint

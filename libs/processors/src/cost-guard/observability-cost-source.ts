@@ -1,4 +1,5 @@
 import type { GuardScope, GuardWindow } from '../tollgate/guard-client';
+import { SCOPE_TABLE } from '../tollgate/scopes';
 import type { CostGuardBreakdownEntry, CostGuardUsage } from './cost-guard.processor';
 
 /** The observability store methods the seed-compatible mode calls (any Mastra store that has them). */
@@ -23,15 +24,6 @@ export const WINDOW_MS: Record<GuardWindow, number> = {
   '7d': 7 * 24 * 3_600_000,
   '30d': 30 * 24 * 3_600_000,
   '365d': 365 * 24 * 3_600_000,
-};
-
-const SCOPE_FILTER: Record<GuardScope, string> = {
-  run: 'traceId',
-  resource: 'resourceId',
-  thread: 'threadId',
-  user: 'userId',
-  organization: 'organizationId',
-  session: 'sessionId',
 };
 
 /**
@@ -69,7 +61,8 @@ export class ObservabilityCostSource {
   }
 
   private filters(scope: GuardScope, id: string, window: GuardWindow): Record<string, unknown> {
-    const filters: Record<string, unknown> = { [SCOPE_FILTER[scope]]: id, entityType: 'agent' };
+    // Mastra's metric filters name the scope ids as Tollgate's context does (the run: traceId).
+    const filters: Record<string, unknown> = { [SCOPE_TABLE[scope].field]: id, entityType: 'agent' };
     if (scope !== 'run') filters['timestamp'] = { start: new Date(this.now() - WINDOW_MS[window]) };
     return filters;
   }

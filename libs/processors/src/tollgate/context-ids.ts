@@ -1,5 +1,6 @@
 import type { ModelShape, RequestContextShape, TracingShape } from '../mastra-shapes';
 import type { GuardContext, GuardScope } from './guard-client';
+import { scopeIdIn } from './scopes';
 
 /**
  * Reads the scope ids of the current step the way Mastra stores them: memory ids under
@@ -28,20 +29,7 @@ export function readContextIds(requestContext: RequestContextShape | undefined, 
 
 /** The id a scope is keyed by, or undefined when the step does not carry it. As in Tollgate, the run is the trace, and `runId` stands in when there is no trace id. */
 export function scopeId(scope: GuardScope, ids: GuardContext): string | undefined {
-  switch (scope) {
-    case 'run':
-      return ids.traceId ?? ids.runId;
-    case 'resource':
-      return ids.resourceId;
-    case 'thread':
-      return ids.threadId;
-    case 'user':
-      return ids.userId;
-    case 'organization':
-      return ids.organizationId;
-    case 'session':
-      return ids.sessionId;
-  }
+  return scopeIdIn(ids, scope);
 }
 
 /** `openai.chat` / `gpt-4o`, or a router id `openai/gpt-4o`, as provider and model. */
