@@ -149,9 +149,10 @@ export interface TokenLimitReachedPart {
 const COUNTED_OUTPUT = new Set(['text-delta', 'object']);
 
 /**
- * Limits tokens with exact BPE counts: trims the conversation before the agentic loop
- * (`processInput`) and before every LLM call of a multi-step run (`processInputStep`), and caps
- * the response (`processOutputStream`, `processOutputResult`).
+ * Limits tokens with exact BPE counts: trims what the model is sent before every LLM call of a run
+ * (`processLLMRequest` on the provider prompt where Mastra calls it, else `processInputStep` on the
+ * message list; `processInput` for standalone use), and caps the response (`processOutputStream`,
+ * `processOutputResult`).
  *
  * Input trimming keeps system messages, this run's tool traffic, then the newest messages that
  * fit. When that leaves no conversation message, it aborts with a TripWire (`retry: false`)
@@ -238,7 +239,7 @@ export class TokenLimiterProcessor {
   }
 
   /**
-   * Directly before the model call (Mastra ≥ 1.6x): trims the provider prompt, after every
+   * Directly before the model call (Mastra versions with `processLLMRequest`, such as 1.71): trims the provider prompt, after every
    * earlier processor rewrote it, so the limit applies to what the model is sent (a result that
    * `ToolCallFilter` removed costs nothing). System messages and this run's tool calls and
    * results are kept; a call and its results are kept or dropped together. Only this request
