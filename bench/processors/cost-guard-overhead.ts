@@ -16,7 +16,7 @@
  *
  * The service runs as its own process from a built tree: TOLLGATE_DIST (default `dist`, built with
  * `npm run build`, or `tsc -p tsconfig.build.json --outDir <dir>` + tsc-alias), on
- * BENCH_DATABASE_URL (default tollgate_bench_processors, dropped first). Prints; asserts nothing.
+ * BENCH_DATABASE_URL (default: a database of its own, dropped before and after). Prints; asserts nothing.
  */
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
@@ -35,7 +35,8 @@ import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/process
 import { TollgateClient } from '../../libs/sdk/src';
 import { BENCH_ADMIN_TOKEN, createBenchProject, median, resetDatabase } from '../support/harness';
 
-const DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_processors';
+// Its own database per run (dropped after), so that two runs at once never drop each other's.
+const DB = process.env.BENCH_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/tollgate_bench_cost_guard_${process.pid}`;
 const DIST = resolve(process.env.TOLLGATE_DIST ?? 'dist');
 const ROUNDS = Number(process.env.BENCH_GUARD_ROUNDS ?? 9);
 const RUNS_PER_ROUND = Number(process.env.BENCH_GUARD_RUNS ?? 8);
@@ -265,5 +266,6 @@ export async function costGuardOverhead(): Promise<void> {
   } finally {
     await sdk.client?.shutdown();
     await svc.stop();
+    if (!process.env.BENCH_DATABASE_URL) await resetDatabase(DB);
   }
 }
