@@ -12,10 +12,7 @@ const [service, processors] = root.projects;
 /** Specs beside the code that need PostgreSQL or Redis but predate the naming rule: renamed to *.int.spec.ts
  * in one mechanical pass (CONTRIBUTING.md), after which this list is empty. */
 const LEGACY_INTEGRATION = [
-  'libs/database/src/event-log-reader.spec.ts',
-  'libs/platform/src/health/postgres-probe.spec.ts',
   'apps/worker/src/maintenance/retention.spec.ts',
-  'libs/ledger/src/check-guard/read-scope-usage.plan.spec.ts',
 ];
 
 const notUnit = ['/node_modules/', '/dist/', '\\.sql\\.spec\\.ts$', '\\.int\\.spec\\.ts$', ...LEGACY_INTEGRATION.map((p) => `<rootDir>/${p}`)];
