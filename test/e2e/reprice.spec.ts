@@ -215,6 +215,9 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     // The catalog: 100 × 3 + 600 × 3.75 + 400 × 6 + 200 × 15 = 300 + 2,250 + 2,400 + 3,000.
     const [stored] = await logOf(p, 'StepUsageRecorded');
     expect(stored).toMatchObject({ cache_write_tokens: 1000n, cache_write_1h_tokens: 400n, cost_micros: 7950n, input_cost_micros: 4950n, cost_source: 'catalog' });
+    expect((await api(p, 'GET', '/v1/steps')).body.steps).toEqual([
+      expect.objectContaining({ usage: { inputTokens: 1100, cacheReadTokens: 0, cacheWriteTokens: 1000, cacheWrite1hTokens: 400, outputTokens: 200, reasoningTokens: 0, totalTokens: 1300 }, cost: 0.00795 }),
+    ]);
     // Repriced at the same catalog price, from the stored usage: the same cost, nothing appended.
     expect((await reprice(p, range)).body).toMatchObject({ scanned: 1, repriced: 0, unchanged: 1, deltaByUnit: {} });
 

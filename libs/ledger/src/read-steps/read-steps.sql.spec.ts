@@ -100,7 +100,7 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
       provider: 'acme',
       model: 'acme-unknown',
       tags: ['t'],
-      usage: { inputTokens: 5000, cacheReadTokens: 1200, cacheWriteTokens: 0, outputTokens: 700, reasoningTokens: 300, totalTokens: 5700 },
+      usage: { inputTokens: 5000, cacheReadTokens: 1200, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 700, reasoningTokens: 300, totalTokens: 5700 },
       durationMs: 812.5,
       cost: null,
       costUnit: null,

@@ -54,8 +54,8 @@ export interface StepView {
   environment: string | null;
   serviceName: string | null;
   tags: string[];
-  /** inputTokens includes cacheReadTokens and cacheWriteTokens; outputTokens includes reasoningTokens. */
-  usage: { inputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; outputTokens: number; reasoningTokens: number; totalTokens: number };
+  /** inputTokens includes cacheReadTokens and cacheWriteTokens; cacheWriteTokens includes cacheWrite1hTokens; outputTokens includes reasoningTokens. */
+  usage: { inputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; cacheWrite1hTokens: number; outputTokens: number; reasoningTokens: number; totalTokens: number };
   durationMs: number | null;
   finishReason: string | null;
   stepIndex: number | null;
@@ -97,7 +97,7 @@ const STEP_SELECT = `
   e.position::text AS position, e.event_id, e.occurred_at, e.recorded_at, ${Object.values(SCOPE_COLUMNS).map((c) => `e.${c}`).join(', ')},
   e.entity_type, e.entity_name, e.provider, e.model, e.environment, e.service_name, e.tags,
   e.input_tokens::float8 AS input_tokens, e.output_tokens::float8 AS output_tokens, e.cache_read_tokens::float8 AS cache_read_tokens,
-  e.cache_write_tokens::float8 AS cache_write_tokens, e.reasoning_tokens::float8 AS reasoning_tokens,
+  e.cache_write_tokens::float8 AS cache_write_tokens, e.cache_write_1h_tokens::float8 AS cache_write_1h_tokens, e.reasoning_tokens::float8 AS reasoning_tokens,
   e.duration_ms, e.finish_reason, e.step_index, e.reservation_id,
   CASE WHEN rp.data IS NULL THEN e.cost_micros::float8 ELSE (rp.data->'new'->>'costMicros')::float8 END AS cost_micros,
   CASE WHEN rp.data IS NULL THEN e.cost_unit ELSE rp.data->'new'->>'costUnit' END AS cost_unit,
@@ -188,6 +188,7 @@ function stepView(r: Record<string, any>): StepView {
       inputTokens: r.input_tokens,
       cacheReadTokens: r.cache_read_tokens,
       cacheWriteTokens: r.cache_write_tokens,
+      cacheWrite1hTokens: r.cache_write_1h_tokens,
       outputTokens: r.output_tokens,
       reasoningTokens: r.reasoning_tokens,
       totalTokens: r.input_tokens + r.output_tokens,

@@ -29,8 +29,8 @@ export const stepResponse = z.object({
   serviceName: z.string().nullable(),
   tags: z.array(z.string()),
   usage: z
-    .object({ inputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number(), outputTokens: z.number(), reasoningTokens: z.number(), totalTokens: z.number() })
-    .describe('inputTokens includes cacheReadTokens and cacheWriteTokens; outputTokens includes reasoningTokens'),
+    .object({ inputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number(), cacheWrite1hTokens: z.number(), outputTokens: z.number(), reasoningTokens: z.number(), totalTokens: z.number() })
+    .describe('inputTokens includes cacheReadTokens and cacheWriteTokens; cacheWriteTokens includes cacheWrite1hTokens (1-hour cache writes); outputTokens includes reasoningTokens'),
   durationMs: z.number().nullable(),
   finishReason: z.string().nullable(),
   stepIndex: z.number().nullable(),
