@@ -1,4 +1,4 @@
-import { TollgateClient } from '@tollgate/sdk';
+import { TollgateClient, type GuardCheckResponse } from '@tollgate/sdk';
 import { TollgateGuardDeniedError, isTollgateGuardDenied, tollgateMiddleware, type TollgateMiddlewareOptions } from '@tollgate/sdk/ai-sdk';
 import { generateText, streamText, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
@@ -207,6 +207,27 @@ describe('@tollgate/sdk/ai-sdk: the guard and the ledger as an AI SDK middleware
     expect(mock.doGenerateCalls[0].maxOutputTokens).toBe(300);
     await client.flush();
     expect(await reservations()).toEqual([expect.objectContaining({ status: 'settled', output_tokens: 300 })]);
+  });
+
+  it.each(['generate', 'stream'] as const)("%s with onExceed 'shrink': a call that fits only with fewer output tokens runs with the guard's cap, reserved as such", async (mode) => {
+    const { model: mock } = v3Model();
+    const decisions: GuardCheckResponse[] = [];
+    const mw = middleware({ limits: [{ scope: 'resource', window: '24h', maxCost: 0.004 }], onExceed: 'shrink', minOutputTokens: 50, onDecision: (d) => void decisions.push(d) });
+    const model = wrapLanguageModel({ model: mock, middleware: mw });
+    const providerOptions = { tollgate: { resourceId: `res-${randomUUID()}` } };
+    if (mode === 'generate') expect((await generateText({ model, prompt: PROMPT, maxOutputTokens: 200, providerOptions })).text).toBe('Done.');
+    else expect(await streamText({ model, prompt: PROMPT, maxOutputTokens: 200, providerOptions }).text).toBe('Done.');
+    expect(decisions).toHaveLength(1);
+    const adjust = decisions[0].adjust!;
+    expect(decisions[0].decision).toBe('allow');
+    expect(adjust.requestedMaxOutputTokens).toBe(200);
+    expect(adjust.maxOutputTokens).toBeGreaterThanOrEqual(50);
+    expect(adjust.maxOutputTokens).toBeLessThan(200);
+    const sent = mode === 'generate' ? mock.doGenerateCalls : mock.doStreamCalls;
+    expect(sent.map((c) => c.maxOutputTokens)).toEqual([adjust.maxOutputTokens]);
+    await client.flush();
+    expect(await reservations()).toEqual([expect.objectContaining({ status: 'settled', output_tokens: adjust.maxOutputTokens })]);
+    expect((await recordedCostMicros()) / 1e6).toBeLessThanOrEqual(0.004);
   });
 
   it('32 concurrent calls, generate and stream, on one budget: the budget ends ≤ 1.00×, every denial typed', async () => {

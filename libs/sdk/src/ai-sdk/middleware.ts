@@ -49,6 +49,15 @@ export interface TollgateMiddlewareOptions {
   /** Reserve the call's worst case while it runs (default true); its step event settles it. */
   reserve?: boolean;
   /**
+   * `shrink`: a call whose worst case does not fit, but would with fewer output tokens, runs with
+   * the guard's `adjust.maxOutputTokens` (set on the call; the reservation holds that many) instead
+   * of being denied. Default: as the limits and policies say (`block` unless a policy shrinks and
+   * `minOutputTokens` is given).
+   */
+  onExceed?: 'block' | 'shrink';
+  /** The fewest output tokens a shrunk call may have (default 1); giving it lets a policy with `onExceed: 'shrink'` shrink the call. */
+  minOutputTokens?: number;
+  /**
    * The call's worst case. By default: its prompt and tools at ~4 characters per token (the
    * service multiplies input estimates by the margin it learns per model from recorded steps),
    * and `maxOutputTokens`. Give your tokenizer's count when you have one.
@@ -123,8 +132,16 @@ interface Step {
   provider: string;
   model: string;
   reservationId?: string;
+  /** The guard's `adjust.maxOutputTokens`: the call runs with this cap instead of its own. */
+  shrunkTo?: number;
   startedAt: number;
   closed: boolean;
+}
+
+/** The wrapped model's calls, used only to send a shrunk call (the middleware's own `doGenerate` / `doStream` carry the original params). */
+interface InnerModel<G, S = never> {
+  doGenerate(params: AiSdkCallOptionsLike): PromiseLike<G>;
+  doStream(params: AiSdkCallOptionsLike): PromiseLike<S>;
 }
 
 const CONTEXT_KEYS = ['traceId', 'runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityType', 'entityName'] as const;
@@ -193,13 +210,16 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
     const provider = options.provider ?? ((model.provider ?? '').split('.')[0] || 'unknown');
     const modelName = options.modelId ?? (model.modelId || 'unknown');
     const estimate = options.estimate ? await options.estimate(call) : { inputTokens: promptChars(params) / 4, maxOutputTokens: params.maxOutputTokens ?? defaultMax };
+    const maxOutputTokens = clampTokens(estimate.maxOutputTokens);
     const decision = await client.guard.check({
       context,
       limits: options.limits as GuardLimit[] | undefined,
-      estimate: { provider, model: modelName, inputTokens: clampTokens(estimate.inputTokens), maxOutputTokens: clampTokens(estimate.maxOutputTokens) },
+      estimate: { provider, model: modelName, inputTokens: clampTokens(estimate.inputTokens), maxOutputTokens },
       reserve,
       stepId: reserve ? `${runId}:${globalThis.crypto.randomUUID()}` : undefined,
       failMode: options.failMode ?? 'open',
+      ...(options.onExceed ? { onExceed: options.onExceed } : {}),
+      ...(options.minOutputTokens !== undefined && maxOutputTokens > 0 ? { minOutputTokens: Math.max(1, Math.min(maxOutputTokens, Math.floor(options.minOutputTokens))) } : {}),
     });
     try {
       options.onDecision?.(decision, call);
@@ -207,7 +227,8 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
       report(err);
     }
     if (decision.decision === 'deny') throw new TollgateGuardDeniedError(decision);
-    return { call, context, provider, model: modelName, reservationId: decision.reservation?.id, startedAt: Date.now(), closed: false };
+    const shrunkTo = decision.adjust?.maxOutputTokens;
+    return { call, context, provider, model: modelName, reservationId: decision.reservation?.id, ...(shrunkTo !== undefined ? { shrunkTo } : {}), startedAt: Date.now(), closed: false };
   }
 
   /** The call ended without usage to record: free what it held. */
@@ -264,9 +285,11 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
 
     async wrapGenerate({ doGenerate, params, model }) {
       const step = await begin({ type: 'generate', params, model });
+      // Shrunk by the guard: the inner model is called with the cap its reservation holds.
+      const run = step.shrunkTo !== undefined ? () => (model as unknown as InnerModel<Awaited<ReturnType<typeof doGenerate>>>).doGenerate({ ...params, maxOutputTokens: step.shrunkTo }) : doGenerate;
       let result;
       try {
-        result = await doGenerate();
+        result = await run();
       } catch (err) {
         await release(step);
         throw err;
@@ -278,9 +301,10 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
 
     async wrapStream({ doStream, params, model }) {
       const step = await begin({ type: 'stream', params, model });
+      const run = step.shrunkTo !== undefined ? () => (model as unknown as InnerModel<never, Awaited<ReturnType<typeof doStream>>>).doStream({ ...params, maxOutputTokens: step.shrunkTo }) : doStream;
       let result;
       try {
-        result = await doStream();
+        result = await run();
       } catch (err) {
         await release(step);
         throw err;
