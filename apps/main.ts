@@ -1,20 +1,19 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { applyMigrations, ensureDatabase, migrationsDir } from '@tollgate/database';
-import { loadConfig } from '@tollgate/platform';
-import { createApiApp } from './api/src/bootstrap';
+import { loadConfig, type AppConfig } from '@tollgate/platform';
+import { bootFailed, createApiApp, whereThingsAre } from './api/src/bootstrap';
 import { WorkerFeaturesModule } from './worker/src/worker.module';
 
 /** One process for one machine: the API and the worker together, on one pool. */
 async function main() {
-  const config = loadConfig();
+  config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await applyMigrations(config.DATABASE_URL, migrationsDir());
   const app = await createApiApp(config, [WorkerFeaturesModule]);
   await app.listen(config.PORT, config.HOST);
-  process.stdout.write(JSON.stringify({ level: 'log', msg: 'tollgate started', port: config.PORT, migrationsApplied: applied }) + '\n');
+  new Logger('tollgate').log({ msg: 'tollgate started (API and worker)', ...whereThingsAre(config, app.getHttpServer().address() as { port: number }), migrationsApplied: applied });
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+let config: AppConfig | undefined;
+main().catch((err) => bootFailed(config, err));

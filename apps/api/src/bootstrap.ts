@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PrismaService } from '@tollgate/database';
 import { ingestShed } from '@tollgate/observability';
-import { ApiKeyAuth, createLogger, HttpExceptionFilter, IngestAdmission, PlatformModule, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
+import { ApiKeyAuth, createLogger, HttpExceptionFilter, IngestAdmission, PlatformModule, redactUrl, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiFeaturesModule } from './api.module';
 
@@ -24,7 +24,8 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   const adapter = new FastifyAdapter({
     bodyLimit: config.INGEST_MAX_BODY_BYTES,
     // Past Fastify's default of 100 a long id got the router's own 414; ids are checked (≤ 256) by the route.
-    routerOptions: { maxParamLength: 1024 },
+    // `/dashboard/` and `/docs/` are the pages too (their assets are linked by absolute paths).
+    routerOptions: { maxParamLength: 1024, ignoreTrailingSlash: true },
     // Reject a JSON body with __proto__ or constructor.prototype instead of silently keeping it.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -45,6 +46,8 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   app.enableShutdownHooks();
 
   const fastify = app.getHttpAdapter().getInstance();
+  // A browser pointed at the service lands on the dashboard.
+  fastify.get('/', (_req, reply) => void reply.redirect('/dashboard', 302));
   // JSON only: a text/plain or form body is a client mistake (415), not a string to validate
   // (Nest's own body parsers are off, so no urlencoded parser is registered).
   fastify.removeContentTypeParser('text/plain');
@@ -57,10 +60,13 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   );
   shedIngest(fastify, config, new IngestAdmission(config.INGEST_MAX_IN_FLIGHT_BYTES, config.INGEST_MAX_POOL_WAITING, app.get(PrismaService).pool), app.get(ApiKeyAuth));
   // One line per request: method, route, status, time — at debug level for successes, since
-  // guard checks come by the thousand per second. Never headers: they carry keys.
+  // guard checks come by the thousand per second; a client's mistake (4xx) at info, a failure
+  // of ours (5xx) at warn — the filter logs an unexpected one's stack at error. Never headers:
+  // they carry keys.
   fastify.addHook('onResponse', (req, reply, done) => {
     const line = { msg: 'request', method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 };
-    if (reply.statusCode >= 400) logger.warn(line, 'http');
+    if (reply.statusCode >= 500) logger.warn(line, 'http');
+    else if (reply.statusCode >= 400) logger.log(line, 'http');
     else logger.debug(line, 'http');
     done();
   });
@@ -141,4 +147,27 @@ function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: Inge
     }, done);
   });
   fastify.addHook('preHandler', (req, reply, done) => (isIngest(req) && admission.poolBacklogged() ? void refuse(reply, 'pool') : done()));
+}
+
+/** Where a started service's things are: the line `npm start` ends with. */
+export function whereThingsAre(config: AppConfig, address: { port: number }): Record<string, string> {
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  const base = `http://${host}:${address.port}`;
+  return {
+    api: base,
+    dashboard: `${base}/dashboard`,
+    docs: `${base}/docs`,
+    health: `${base}/health`,
+    ready: `${base}/health/ready`,
+    metrics: `${base}/metrics`,
+    database: redactUrl(config.DATABASE_URL),
+    redis: redactUrl(config.REDIS_URL),
+    queuePrefix: config.QUEUE_PREFIX,
+  };
+}
+
+/** Boot failed (a bad variable, PostgreSQL unreachable): one fatal line in the log's shape, exit 1. */
+export function bootFailed(config: Pick<AppConfig, 'LOG_LEVEL'> | undefined, err: unknown): never {
+  createLogger(config?.LOG_LEVEL ?? 'log').fatal({ msg: `boot failed: ${err instanceof Error ? err.message : String(err)}`, context: 'boot' });
+  process.exit(1);
 }

@@ -1,18 +1,18 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { ensureDatabase, applyMigrations, migrationsDir } from '@tollgate/database';
-import { loadConfig } from '@tollgate/platform';
-import { createApiApp } from './bootstrap';
+import { loadConfig, type AppConfig } from '@tollgate/platform';
+import { bootFailed, createApiApp, whereThingsAre } from './bootstrap';
 
 /** The HTTP API alone (scale it separately from the worker). */
 async function main() {
-  const config = loadConfig();
+  config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
-  await applyMigrations(config.DATABASE_URL, migrationsDir());
+  const { applied } = await applyMigrations(config.DATABASE_URL, migrationsDir());
   const app = await createApiApp(config);
   await app.listen(config.PORT, config.HOST);
+  new Logger('tollgate').log({ msg: 'tollgate API started', ...whereThingsAre(config, app.getHttpServer().address() as { port: number }), migrationsApplied: applied });
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+let config: AppConfig | undefined;
+main().catch((err) => bootFailed(config, err));

@@ -1,5 +1,6 @@
 import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { ApiKeyAuth } from './auth/api-key-auth';
@@ -7,6 +8,7 @@ import { AuthFailureThrottle } from './auth/auth-failure-throttle';
 import { Caches } from './caches';
 import { Clock } from './clock';
 import { Config, type AppConfig } from './config';
+import { ShutdownLog } from './logging/shutdown-log';
 import { JobHandlers } from './queues/job-handlers';
 import { QueueErrors } from './queues/queue-errors';
 import { QUEUE_NAMES } from './queues/queues';
@@ -36,12 +38,13 @@ export class PlatformModule {
       RateLimiter,
       AuthFailureThrottle,
       ApiKeyAuth,
+      ShutdownLog,
     ];
     const queues = BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name })));
     return {
       module: PlatformModule,
       global: true,
-      imports: [CqrsModule.forRoot(), BullModule.forRoot({ connection, prefix: config.QUEUE_PREFIX }), queues],
+      imports: [DiscoveryModule, CqrsModule.forRoot(), BullModule.forRoot({ connection, prefix: config.QUEUE_PREFIX }), queues],
       providers,
       exports: [...providers, queues, CqrsModule],
     };

@@ -3,7 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { PrismaService } from '@tollgate/database';
 import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/exporters';
 import { queueFailures } from '@tollgate/observability';
-import { Config, JobHandlers, queueConnection } from '@tollgate/platform';
+import { Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/platform';
 import { Worker, type Job, type Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { keepJobScheduler } from '../job-schedulers';
@@ -58,7 +58,7 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
       },
     });
     this.worker.on('failed', () => queueFailures.inc({ queue: 'exports' }));
-    this.worker.on('error', (err) => this.logger.warn({ msg: 'exports worker error', error: err.message }));
+    this.worker.on('error', (err) => redisOutage.failed(err, 'worker exports') || this.logger.warn({ msg: 'exports worker error', error: err.message }));
   }
 
   process(job: Job): Promise<unknown> {

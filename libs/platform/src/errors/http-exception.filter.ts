@@ -21,7 +21,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const { status, body, retryAfter } = this.describe(exception);
-    if (status >= 500 && status !== 503) this.logger.error(exception instanceof Error ? exception.stack : String(exception));
+    // Only what we did not expect is an error with its stack (inside the JSON line): a client's
+    // mistake (4xx), a feature the operator has not configured (501) and a backing service that is
+    // down (503) are answered as such and logged by the request line only.
+    if (status >= 500 && status !== 501 && status !== 503) this.logger.error({ msg: 'unexpected error', err: exception instanceof Error ? exception : new Error(String(exception)) });
     if (retryAfter !== undefined) void reply.header('Retry-After', String(retryAfter));
     void reply.status(status).send(body);
   }
