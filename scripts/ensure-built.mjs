@@ -64,10 +64,7 @@ function readStamp() {
 function run(cmd, cmdArgs) {
   const bin = join(ROOT, 'node_modules', '.bin', cmd);
   const r = spawnSync(bin, cmdArgs, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0) {
-    process.stderr.write(`build failed: ${cmd} ${cmdArgs.join(' ')} exited with ${r.status ?? r.signal}\n`);
-    process.exit(r.status || 1);
-  }
+  return r.status === 0 ? null : `${cmd} exited with ${r.status ?? r.signal}`;
 }
 
 const started = Date.now();
@@ -91,7 +88,14 @@ if (!quiet) {
 }
 mkdirSync(OUT, { recursive: true });
 const outFlags = outArg >= 0 ? ['--outDir', OUT] : [];
-run('tsc', ['-p', 'tsconfig.build.json', '--incremental', '--assumeChangesOnlyAffectDirectDependencies', '--tsBuildInfoFile', join(OUT, '.tsbuildinfo'), ...outFlags]);
-run('tsc-alias', ['-p', 'tsconfig.build.json', ...outFlags]);
+// Only the changed files and their direct importers are checked again (a full check is
+// `npm run typecheck`); tsc writes its output even on a type error, so the aliases are always
+// rewritten — dist/ is never left with unresolvable `@tollgate/…` imports.
+const typeErrors = run('tsc', ['-p', 'tsconfig.build.json', '--incremental', '--assumeChangesOnlyAffectDirectDependencies', '--tsBuildInfoFile', join(OUT, '.tsbuildinfo'), ...outFlags]);
+const aliasError = run('tsc-alias', ['-p', 'tsconfig.build.json', ...outFlags]);
+if (typeErrors || aliasError) {
+  process.stderr.write(`build failed: ${typeErrors ?? aliasError} (fix the errors above; the next start builds again)\n`);
+  process.exit(1);
+}
 writeFileSync(STAMP, JSON.stringify({ schema: schemaHash, sources }) + '\n');
 if (!quiet) process.stderr.write(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -11,3 +11,8 @@ export { Repricer, REPRICE_BATCH_SIZE } from './reprice/repricer';
 export type { RepriceRequest, RepriceOptions } from './reprice/repricer';
 export type { RepriceSummary } from './reprice/reprice-decision';
 export { repriceSchema } from './reprice/reprice.schemas';
+// The CLI drives the same handlers and validation as the HTTP routes.
+export { createProjectSchema, projectSettingsSchema, createKeySchema } from './projects/projects.schemas';
+export { PoliciesController } from './policies/policies.controller';
+export { PricesController, putPriceSchema } from './prices/prices.controller';
+export { GuardController } from './check-guard/guard.controller';
