@@ -1,4 +1,4 @@
-import type { ReservationExceededView, StepUsageEvent } from '@tollgate/contracts';
+import { RUN_ID, SCOPE_TABLE, WINDOWED_SCOPES, type ReservationExceededView, type StepUsageEvent } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
 
@@ -31,6 +31,9 @@ const RECORD_COLUMNS = `event_id text, occurred_at timestamptz, trace_id text, s
   labels jsonb, tags text[], data jsonb`;
 
 const COLUMN_NAMES = RECORD_COLUMNS.split(',').map((c) => c.trim().split(/\s+/)[0]);
+
+/** (scope, id) of every windowed scope on a fresh event `f`; constant, so the statement's text is the same for every call. */
+const WINDOWED_SCOPE_IDS = WINDOWED_SCOPES.map((s) => `('${s}', f.${SCOPE_TABLE[s].column})`).join(', ');
 
 function toRecord({ event: e, occurredAt, cost }: StepRow): Record<string, unknown> {
   const u = e.usage;
@@ -120,14 +123,13 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
               CASE g.granularity WHEN 'h' THEN date_trunc('hour', f.occurred_at, 'UTC') ELSE date_trunc('day', f.occurred_at, 'UTC') END AS bucket_start,
               f.cost_unit, f.input_tokens, f.output_tokens, f.cost_micros, f.unpriced
          FROM fresh f
-        CROSS JOIN LATERAL (VALUES ('thread', f.thread_id), ('resource', f.resource_id), ('user', f.user_id),
-                                   ('organization', f.organization_id), ('session', f.session_id)) AS k(scope, scope_id)
+        CROSS JOIN LATERAL (VALUES ${WINDOWED_SCOPE_IDS}) AS k(scope, scope_id)
         CROSS JOIN (VALUES ('h'::"char"), ('d'::"char")) AS g(granularity)
         WHERE k.scope_id IS NOT NULL
        UNION ALL
        SELECT 'run', r.id, 'r'::"char", 'epoch'::timestamptz, f.cost_unit, f.input_tokens, f.output_tokens, f.cost_micros, f.unpriced
          FROM fresh f
-        CROSS JOIN LATERAL (SELECT f.trace_id UNION SELECT f.run_id) AS r(id)
+        CROSS JOIN LATERAL (SELECT f.${SCOPE_TABLE.run.column} UNION SELECT f.${RUN_ID.column}) AS r(id)
         WHERE r.id IS NOT NULL
      ),
      counted AS (
