@@ -268,7 +268,7 @@ export const COMMANDS: CliCommand[] = [
   // ── prices ──────────────────────────────────────────────────────────────────
   {
     name: 'prices set',
-    usage: 'prices set --project <id> --provider <p> --model <m> --input <per 1M> --output <per 1M> [--cache-read <per 1M>] [--cache-write <per 1M>] [--currency USD] [--effective-from <iso>]',
+    usage: 'prices set --project <id> --provider <p> --model <m> --input <per 1M> --output <per 1M> [--cache-read <per 1M>] [--cache-write <per 1M>] [--cache-write-1h <per 1M>] [--currency USD] [--effective-from <iso>]',
     options: {
       project: { type: 'string' },
       provider: { type: 'string' },
@@ -277,6 +277,7 @@ export const COMMANDS: CliCommand[] = [
       output: { type: 'string' },
       'cache-read': { type: 'string' },
       'cache-write': { type: 'string' },
+      'cache-write-1h': { type: 'string' },
       currency: { type: 'string' },
       'effective-from': { type: 'string' },
     },
@@ -287,8 +288,8 @@ export const COMMANDS: CliCommand[] = [
       const model = parse(idSchema, v.model, { '(root)': 'model', '': 'model' });
       const body = parse(
         putPriceSchema,
-        { inputPerMillion: numberOption(v, 'input'), outputPerMillion: numberOption(v, 'output'), cacheReadPerMillion: numberOption(v, 'cache-read'), cacheWritePerMillion: numberOption(v, 'cache-write'), currency: v.currency, effectiveFrom: v['effective-from'] },
-        { inputPerMillion: 'input', outputPerMillion: 'output', cacheReadPerMillion: 'cache-read', cacheWritePerMillion: 'cache-write', currency: 'currency', effectiveFrom: 'effective-from' },
+        { inputPerMillion: numberOption(v, 'input'), outputPerMillion: numberOption(v, 'output'), cacheReadPerMillion: numberOption(v, 'cache-read'), cacheWritePerMillion: numberOption(v, 'cache-write'), cacheWrite1hPerMillion: numberOption(v, 'cache-write-1h'), currency: v.currency, effectiveFrom: v['effective-from'] },
+        { inputPerMillion: 'input', outputPerMillion: 'output', cacheReadPerMillion: 'cache-read', cacheWritePerMillion: 'cache-write', cacheWrite1hPerMillion: 'cache-write-1h', currency: 'currency', effectiveFrom: 'effective-from' },
       );
       const answer = await ctx.get(PricesController).put(principal, provider, model, body);
       print(answer, json(v));
