@@ -272,7 +272,7 @@ function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
 function withLastHours(requests: UsageRequest[]): UsageRequest[] {
   const keys = new Set(requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)));
   const hours = requests.filter((r) => r.window !== null && r.scope !== 'run' && !keys.has(usageKey(`${r.scope}:${r.scopeId}`, '1h')));
-  return [...requests, ...[...new Map(hours.map((r) => [`${r.scope}:${r.scopeId}`, { ...r, window: '1h' as const }])).values()]];
+  return [...requests, ...[...new Map(hours.map((r) => [`${r.scope}:${r.scopeId}`, { ...r, window: '1h' as const, holds: false }])).values()]];
 }
 
 /** A windowed usage's forecast, from its last hour as read (committed usage only). */

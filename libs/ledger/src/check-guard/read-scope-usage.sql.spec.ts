@@ -149,6 +149,24 @@ describe('readScopeUsage (real PostgreSQL)', () => {
     expect(usage.get(usageKey('resource:r1', '30d'))).toEqual({ ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 }, ...held });
   });
 
+  it('leaves reservations out of a request that asks for committed usage only (holds: false), and in for the scope’s other windows', async () => {
+    const project = `p-${randomUUID()}`;
+    await insert(project, [step(ago(10 * MIN), 1000, 200)]);
+    await hold(project, `rsv_${randomUUID().slice(0, 8)}`, new Date(now.getTime() + MIN), 4500, 1000, 200);
+    const usage = await readScopeUsage(
+      prisma.sql,
+      project,
+      [
+        { scope: 'resource', scopeId: 'r1', window: '1h', holds: false },
+        { scope: 'resource', scopeId: 'r1', window: '24h' },
+      ],
+      now,
+    );
+    const committed = { ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 } };
+    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual(committed);
+    expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({ ...committed, reservedInputTokens: 1000, reservedOutputTokens: 200, reservedCostByUnit: { USD: 4500 } });
+  });
+
   it('reads nothing for no requests', async () => {
     expect(await readScopeUsage(prisma.sql, `p-${randomUUID()}`, [], now)).toEqual(new Map());
   });

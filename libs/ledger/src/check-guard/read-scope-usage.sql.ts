@@ -7,6 +7,8 @@ export interface UsageRequest {
   scope: Scope;
   scopeId: string;
   window: Window | null;
+  /** Count the scope's open reservations too (the default); the forecast's last hour reads committed usage only. */
+  holds?: boolean;
 }
 
 /**
@@ -80,6 +82,8 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
     seg.t0.push(iso(from));
     seg.t1.push(iso(to));
   };
+  // A scope's open reservations are read once, by its first request, whatever its windows.
+  const holdsReader = new Map<string, number>();
   requests.forEach((r, i) => {
     if (r.scope === 'run' || r.window === null) {
       push(i, 'r', r, -Infinity, Infinity);
@@ -90,7 +94,11 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
       for (const edge of plan.raw) push(i, 'e', r, edge.from, edge.to);
     }
     // An open reservation holds budget in every window of every scope it names, until it expires.
-    push(i, 'x', r, -Infinity, Infinity);
+    const key = `${r.scope}:${r.scopeId}`;
+    if (r.holds !== false && !holdsReader.has(key)) {
+      holdsReader.set(key, i);
+      push(i, 'x', r, -Infinity, Infinity);
+    }
   });
   if (!requests.length) return new Map();
   const rows = await db.query<{ i: number; cost_unit: string; input_tokens: bigint; output_tokens: bigint; cost_micros: bigint; unpriced_events: bigint; r_cost: bigint; r_in: bigint; r_out: bigint }>(
@@ -105,10 +113,11 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
     now,
   );
   const result = new Map<string, UsageTotals>();
-  requests.forEach((r) => result.set(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window), emptyUsage()));
+  const keyOf = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
+  requests.forEach((r) => result.set(keyOf(r), emptyUsage()));
   for (const row of rows) {
     const r = requests[row.i];
-    const t = result.get(usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window))!;
+    const t = result.get(keyOf(r))!;
     const unit = row.cost_unit;
     t.inputTokens += Number(row.input_tokens);
     t.outputTokens += Number(row.output_tokens);
@@ -124,5 +133,15 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
     if (Number(row.cost_micros) > 0) t.costByUnit[unit] = (t.costByUnit[unit] ?? 0) + Number(row.cost_micros);
     if (Number(row.r_cost) > 0) t.reservedCostByUnit[unit] = (t.reservedCostByUnit[unit] ?? 0) + Number(row.r_cost);
   }
+  // The other windows of a scope hold what its first request read.
+  requests.forEach((r) => {
+    const reader = holdsReader.get(`${r.scope}:${r.scopeId}`);
+    if (r.holds === false || reader === undefined || keyOf(requests[reader]) === keyOf(r)) return;
+    const from = result.get(keyOf(requests[reader]))!;
+    const t = result.get(keyOf(r))!;
+    t.reservedInputTokens = from.reservedInputTokens;
+    t.reservedOutputTokens = from.reservedOutputTokens;
+    t.reservedCostByUnit = { ...from.reservedCostByUnit };
+  });
   return result;
 }
