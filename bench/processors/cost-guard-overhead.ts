@@ -36,14 +36,18 @@ import { TollgateClient } from '../../libs/sdk/src';
 import { BENCH_ADMIN_TOKEN, createBenchProject, median, resetDatabase } from '../support/harness';
 
 // Its own database per run (dropped after), so that two runs at once never drop each other's.
-const DB = process.env.BENCH_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/tollgate_bench_cost_guard_${process.pid}`;
+const DB =
+  process.env.BENCH_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/tollgate_bench_cost_guard_${process.pid}`;
 const DIST = resolve(process.env.TOLLGATE_DIST ?? 'dist');
 const ROUNDS = Number(process.env.BENCH_GUARD_ROUNDS ?? 9);
 const RUNS_PER_ROUND = Number(process.env.BENCH_GUARD_RUNS ?? 8);
 const STEPS = 5;
 const PREFILL_STEPS = Number(process.env.BENCH_MASTRA_PREFILL_STEPS ?? 10_000);
 
-const usage = { inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 30, text: 30, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 30, text: 30, reasoning: 0 },
+};
 
 /** An instant model: four tool calls, then the answer, one per call. */
 function model() {
@@ -55,21 +59,41 @@ function model() {
       const n = call++ % STEPS;
       if (n < STEPS - 1) {
         return {
-          content: [{ type: 'tool-call', toolCallId: `call-${call}`, toolName: 'lookup', input: JSON.stringify({ q: `q${n}` }) }],
+          content: [
+            {
+              type: 'tool-call',
+              toolCallId: `call-${call}`,
+              toolName: 'lookup',
+              input: JSON.stringify({ q: `q${n}` }),
+            },
+          ],
           finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
           usage,
           warnings: [],
         } as never;
       }
-      return { content: [{ type: 'text', text: 'Done.' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] } as never;
+      return {
+        content: [{ type: 'text', text: 'Done.' }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage,
+        warnings: [],
+      } as never;
     },
   });
 }
 
-const lookup = createTool({ id: 'lookup', description: 'Looks something up', inputSchema: z.object({ q: z.string() }), execute: async () => ({ found: 'yes' }) });
+const lookup = createTool({
+  id: 'lookup',
+  description: 'Looks something up',
+  inputSchema: z.object({ q: z.string() }),
+  execute: async () => ({ found: 'yes' }),
+});
 
 /** Time spent inside a processor's own hooks, summed, and per hook. */
-function timed<T extends object>(processor: T, hooks: string[]): { processor: T; ms: () => number; byHook: Record<string, number>; reset: () => void } {
+function timed<T extends object>(
+  processor: T,
+  hooks: string[],
+): { processor: T; ms: () => number; byHook: Record<string, number>; reset: () => void } {
   let total = 0;
   const byHook: Record<string, number> = {};
   for (const hook of hooks) {
@@ -90,7 +114,12 @@ function timed<T extends object>(processor: T, hooks: string[]): { processor: T;
 }
 
 /** Counts the calls our guard makes to the service and waits on. */
-function counting(client: TollgateClient): { client: TollgateGuardClient; checks: () => number; flushes: () => number; reset: () => void } {
+function counting(client: TollgateClient): {
+  client: TollgateGuardClient;
+  checks: () => number;
+  flushes: () => number;
+  reset: () => void;
+} {
   let checks = 0;
   let flushes = 0;
   const wrapped: TollgateGuardClient = {
@@ -115,7 +144,15 @@ function counting(client: TollgateClient): { client: TollgateGuardClient; checks
 async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = 4000 + Math.floor(Math.random() * 2000);
   const child = spawn(process.execPath, [resolve(DIST, 'apps/api/src/main.js')], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`, ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+      QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`,
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -167,46 +204,106 @@ function stepMetrics(resourceId: string, traceId: string, steps: number): unknow
 
 /** The cost guard's line of `npm run bench:processors`. */
 export async function costGuardOverhead(): Promise<void> {
-  console.log(`\nCostGuardProcessor overhead per step, exact mode (check + reserve + record + settle, local service) vs @mastra/core TokenCostControl on InMemoryStore`);
-  console.log(`  ${STEPS}-step agent with a tool, instant mock model; ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs per agent`);
+  console.log(
+    `\nCostGuardProcessor overhead per step, exact mode (check + reserve + record + settle, local service) vs @mastra/core TokenCostControl on InMemoryStore`,
+  );
+  console.log(
+    `  ${STEPS}-step agent with a tool, instant mock model; ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs per agent`,
+  );
   if (!existsSync(resolve(DIST, 'apps/api/src/main.js'))) {
-    console.log(`  skipped: no built service at ${resolve(DIST, 'apps/api/src/main.js')} (npm run build first, or set TOLLGATE_DIST to a built tree)`);
+    console.log(
+      `  skipped: no built service at ${resolve(DIST, 'apps/api/src/main.js')} (npm run build first, or set TOLLGATE_DIST to a built tree)`,
+    );
     return;
   }
   await resetDatabase(DB);
-  const svc = await startService({ DATABASE_URL: DB, RATE_LIMIT_PER_KEY_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+  const svc = await startService({
+    DATABASE_URL: DB,
+    RATE_LIMIT_PER_KEY_PER_SECOND: '1000000',
+    RATE_LIMIT_BURST: '1000000',
+  });
   const sdk = { client: undefined as TollgateClient | undefined };
   try {
     const project = await createBenchProject(svc.url);
     const price = await fetch(`${svc.url}/v1/prices/openai/gpt-4o`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ inputPerMillion: 2.5, outputPerMillion: 10, effectiveFrom: new Date(Date.now() - 60_000).toISOString() }),
+      body: JSON.stringify({
+        inputPerMillion: 2.5,
+        outputPerMillion: 10,
+        effectiveFrom: new Date(Date.now() - 60_000).toISOString(),
+      }),
     });
     if (!price.ok) throw new Error(`price: ${price.status} ${await price.text()}`);
     sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
     const ours = counting(sdk.client);
-    const oursGuard = timed(new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }), ['processInputStep', 'processLLMResponse', 'processAPIError']);
+    const oursGuard = timed(
+      new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }),
+      ['processInputStep', 'processLLMResponse', 'processAPIError'],
+    );
     // Ours against a client that answers at once: the processor's own work, without the service.
     const instant: TollgateGuardClient = {
       guard: {
-        check: async () => ({ decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, reservation: { id: 'rsv', estimatedCost: 0, costUnit: 'USD', inputTokens: 0, outputTokens: 0, expiresAt: '' }, asOf: '' }),
+        check: async () => ({
+          decision: 'allow',
+          violations: [],
+          warnings: [],
+          skipped: [],
+          usage: {},
+          reservation: { id: 'rsv', estimatedCost: 0, costUnit: 'USD', inputTokens: 0, outputTokens: 0, expiresAt: '' },
+          asOf: '',
+        }),
         release: async () => undefined,
       },
       events: { record: () => undefined, flush: async () => undefined },
     };
-    const localGuard = timed(new CostGuardProcessor({ maxCost: 1_000, client: instant, logger: { warn: () => undefined } }), ['processInputStep', 'processLLMResponse', 'processAPIError']);
+    const localGuard = timed(
+      new CostGuardProcessor({ maxCost: 1_000, client: instant, logger: { warn: () => undefined } }),
+      ['processInputStep', 'processLLMResponse', 'processAPIError'],
+    );
     const mastraGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
     const busyGuard = timed(new MastraTokenCostControl({ maxCost: 1_000 }), ['processInputStep']);
     const agent = (id: string, inputProcessors: unknown[] = []) =>
-      new Agent({ id, name: id, instructions: 'Use the lookup tool.', model: model(), tools: { lookup }, inputProcessors: inputProcessors as never });
+      new Agent({
+        id,
+        name: id,
+        instructions: 'Use the lookup tool.',
+        model: model(),
+        tools: { lookup },
+        inputProcessors: inputProcessors as never,
+      });
     const own = new InMemoryStore();
     const busy = new InMemoryStore();
-    const mastra = new Mastra({ agents: { baseline: agent('baseline'), mastra: agent('mastra', [mastraGuard.processor]), ours: agent('ours', [oursGuard.processor]), local: agent('local', [localGuard.processor]) }, storage: own, logger: false });
-    const mastraBusy = new Mastra({ agents: { mastra: agent('mastra', [busyGuard.processor]) }, storage: busy, logger: false });
-    const stores = { mastra: own.stores.observability as unknown as ObservabilityStore, busy: busy.stores.observability as unknown as ObservabilityStore };
-    for (let i = 0; i < PREFILL_STEPS; i += 1_000) await stores.busy.batchCreateMetrics({ metrics: stepMetrics(`other-${i % 97}`, `prefill-${i}`, Math.min(1_000, PREFILL_STEPS - i)) });
-    const registered = { baseline: mastra.getAgent('baseline'), mastra: mastra.getAgent('mastra'), busy: mastraBusy.getAgent('mastra'), ours: mastra.getAgent('ours'), local: mastra.getAgent('local') };
+    const mastra = new Mastra({
+      agents: {
+        baseline: agent('baseline'),
+        mastra: agent('mastra', [mastraGuard.processor]),
+        ours: agent('ours', [oursGuard.processor]),
+        local: agent('local', [localGuard.processor]),
+      },
+      storage: own,
+      logger: false,
+    });
+    const mastraBusy = new Mastra({
+      agents: { mastra: agent('mastra', [busyGuard.processor]) },
+      storage: busy,
+      logger: false,
+    });
+    const stores = {
+      mastra: own.stores.observability as unknown as ObservabilityStore,
+      busy: busy.stores.observability as unknown as ObservabilityStore,
+    };
+    for (let i = 0; i < PREFILL_STEPS; i += 1_000)
+      await stores.busy.batchCreateMetrics({
+        metrics: stepMetrics(`other-${i % 97}`, `prefill-${i}`, Math.min(1_000, PREFILL_STEPS - i)),
+      });
+    const registered = {
+      baseline: mastra.getAgent('baseline'),
+      mastra: mastra.getAgent('mastra'),
+      busy: mastraBusy.getAgent('mastra'),
+      ours: mastra.getAgent('ours'),
+      local: mastra.getAgent('local'),
+    };
     type Name = keyof typeof registered;
     const storeOf: Partial<Record<Name, ObservabilityStore>> = { mastra: stores.mastra, busy: stores.busy };
 
@@ -218,9 +315,14 @@ export async function costGuardOverhead(): Promise<void> {
         const requestContext = new RequestContext();
         requestContext.set('mastra__resourceId', resourceId);
         const t0 = performance.now();
-        const result = await registered[name].generate('Look it up four times.', { maxSteps: STEPS + 1, requestContext, modelSettings: { maxOutputTokens: 500 } });
+        const result = await registered[name].generate('Look it up four times.', {
+          maxSteps: STEPS + 1,
+          requestContext,
+          modelSettings: { maxOutputTokens: 500 },
+        });
         elapsed += performance.now() - t0;
-        if (result.tripwire || result.steps.length !== STEPS) throw new Error(`run ended after ${result.steps.length} steps: ${JSON.stringify(result.tripwire)}`);
+        if (result.tripwire || result.steps.length !== STEPS)
+          throw new Error(`run ended after ${result.steps.length} steps: ${JSON.stringify(result.tripwire)}`);
         await storeOf[name]?.batchCreateMetrics({ metrics: stepMetrics(resourceId, randomUUID(), STEPS) });
       }
       return elapsed;
@@ -230,11 +332,19 @@ export async function costGuardOverhead(): Promise<void> {
     for (const name of Object.keys(registered) as Name[]) await runAll(name);
     const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
     const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
-    const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = { mastra: mastraGuard, busy: busyGuard, ours: oursGuard, local: localGuard };
+    const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = {
+      mastra: mastraGuard,
+      busy: busyGuard,
+      ours: oursGuard,
+      local: localGuard,
+    };
     ours.reset();
     const steps = RUNS_PER_ROUND * STEPS;
     for (let round = 0; round < ROUNDS; round++) {
-      const order: Name[] = round % 2 === 0 ? ['baseline', 'mastra', 'busy', 'ours', 'local'] : ['local', 'ours', 'busy', 'mastra', 'baseline'];
+      const order: Name[] =
+        round % 2 === 0
+          ? ['baseline', 'mastra', 'busy', 'ours', 'local']
+          : ['local', 'ours', 'busy', 'mastra', 'baseline'];
       for (const name of order) {
         hookTimers[name]?.reset();
         perStep[name].push((await runAll(name)) / steps);
@@ -256,12 +366,18 @@ export async function costGuardOverhead(): Promise<void> {
     console.log(
       `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(ours.checks() / totalSteps).toFixed(2)} checks, awaited; ${(ours.flushes() / totalSteps).toFixed(2)} records sent, only each run's last awaited)`,
     );
-    console.log(`  ${'ours, against a client that answers at once'.padEnd(54)}adds ${ms(added('local'))} per step   (in its hooks: ${ms(median(hooks.local))}: the processor's own work)`);
+    console.log(
+      `  ${'ours, against a client that answers at once'.padEnd(54)}adds ${ms(added('local'))} per step   (in its hooks: ${ms(median(hooks.local))}: the processor's own work)`,
+    );
     // The hooks' totals run from the warm-up on: one more round of steps.
-    const perHook = Object.entries(oursGuard.byHook).map(([hook, total]) => `${hook} ${ms(total / (totalSteps + steps))}`);
+    const perHook = Object.entries(oursGuard.byHook).map(
+      ([hook, total]) => `${hook} ${ms(total / (totalSteps + steps))}`,
+    );
     console.log(`  ours per hook and step, mean over every round and the warm-up: ${perHook.join(', ')}`);
     for (const name of ['mastra', 'busy'] as const) {
-      console.log(`  ratio ours/mastra (${name === 'mastra' ? "its runs' metrics" : 'prefilled store'})  added per step ${(oursAdded / added(name)).toFixed(3)}×   in-hook ${(oursHook / median(hooks[name])).toFixed(3)}×   (target ≤ 1.0)`);
+      console.log(
+        `  ratio ours/mastra (${name === 'mastra' ? "its runs' metrics" : 'prefilled store'})  added per step ${(oursAdded / added(name)).toFixed(3)}×   in-hook ${(oursHook / median(hooks[name])).toFixed(3)}×   (target ≤ 1.0)`,
+      );
     }
   } finally {
     await sdk.client?.shutdown();

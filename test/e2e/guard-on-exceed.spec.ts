@@ -16,7 +16,8 @@ describe('POST /v1/guard/check with onExceed', () => {
   });
   afterAll(() => svc.close());
 
-  const check = (body: Record<string, unknown>, p = project) => call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body });
+  const check = (body: Record<string, unknown>, p = project) =>
+    call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body });
   const step = (resourceId: string, over: Record<string, unknown> = {}) => ({
     context: { resourceId },
     limits: [{ scope: 'resource', window: '24h', maxCost: 0.01 }],
@@ -26,16 +27,34 @@ describe('POST /v1/guard/check with onExceed', () => {
     ...over,
   });
 
-  it("given a step whose worst case does not fit, when it asks to shrink, then it is allowed with the most output tokens that fit, reserved at that size", async () => {
+  it('given a step whose worst case does not fit, when it asks to shrink, then it is allowed with the most output tokens that fit, reserved at that size', async () => {
     const resourceId = `r-${randomUUID()}`;
     const body = step(resourceId, { onExceed: 'shrink', minOutputTokens: 100 });
     const res = await check(body);
     expect(res.status).toBe(200);
-    const limitedBy = [{ scope: 'resource', scopeKey: `resource:${resourceId}`, window: '24h', limitType: 'cost', usage: 0.0125, limit: 0.01, unit: 'USD', threshold: 'hard', source: 'request' }];
-    expect(res.body).toMatchObject({ decision: 'allow', violations: [], adjust: { maxOutputTokens: 749, requestedMaxOutputTokens: 1000, limitedBy } });
+    const limitedBy = [
+      {
+        scope: 'resource',
+        scopeKey: `resource:${resourceId}`,
+        window: '24h',
+        limitType: 'cost',
+        usage: 0.0125,
+        limit: 0.01,
+        unit: 'USD',
+        threshold: 'hard',
+        source: 'request',
+      },
+    ];
+    expect(res.body).toMatchObject({
+      decision: 'allow',
+      violations: [],
+      adjust: { maxOutputTokens: 749, requestedMaxOutputTokens: 1000, limitedBy },
+    });
     expect(res.body.reservation).toMatchObject({ estimatedCost: 0.00999, inputTokens: 1000, outputTokens: 749 });
     expect(res.body.estimate).toMatchObject({ cost: 0.00999, outputTokens: 749, inputTokens: 1000 });
-    expect(res.body.warnings).toEqual([{ ...limitedBy[0], reason: 'the step was shrunk to 749 output tokens (of 1000) to fit' }]);
+    expect(res.body.warnings).toEqual([
+      { ...limitedBy[0], reason: 'the step was shrunk to 749 output tokens (of 1000) to fit' },
+    ]);
 
     // The next step sees the shrunk reservation: 10 micro-USD are left, not even the prompt fits.
     const next = await check(step(resourceId, { onExceed: 'shrink' }));
@@ -44,7 +63,11 @@ describe('POST /v1/guard/check with onExceed', () => {
 
     // A retried check (same stepId) gets the same reservation back, and is told to shrink again.
     const retried = await check(body);
-    expect(retried.body).toMatchObject({ decision: 'allow', reservation: { id: res.body.reservation.id, outputTokens: 749 }, adjust: { maxOutputTokens: 749, requestedMaxOutputTokens: 1000, limitedBy: [] } });
+    expect(retried.body).toMatchObject({
+      decision: 'allow',
+      reservation: { id: res.body.reservation.id, outputTokens: 749 },
+      adjust: { maxOutputTokens: 749, requestedMaxOutputTokens: 1000, limitedBy: [] },
+    });
   });
 
   it('given no onExceed (or block), then the same step is denied as before', async () => {
@@ -68,22 +91,37 @@ describe('POST /v1/guard/check with onExceed', () => {
       [{ onExceed: 'shrink', minOutputTokens: 1001 }, 'minOutputTokens', 'must be at most estimate.maxOutputTokens'],
       [{ onExceed: 'shrink', minOutputTokens: 0 }, 'minOutputTokens', 'must be at least 1'],
       [{ onExceed: 'shrink', minOutputTokens: 1.5 }, 'minOutputTokens', 'must be an integer'],
-      [{ onExceed: 'shrink', estimate: undefined, reserve: false }, 'estimate', "is required when onExceed is 'shrink'"],
+      [
+        { onExceed: 'shrink', estimate: undefined, reserve: false },
+        'estimate',
+        "is required when onExceed is 'shrink'",
+      ],
     ];
     for (const [over, field, says] of cases) {
       const res = await check(step(resourceId, over));
       expect([res.status, res.body.field, res.body.message]).toEqual([400, field, `${field} ${says}`]);
     }
-    const stored = await svc.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND scope_keys @> ARRAY[$2]::text[]`, project.id, `resource:${resourceId}`);
+    const stored = await svc.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND scope_keys @> ARRAY[$2]::text[]`,
+      project.id,
+      `resource:${resourceId}`,
+    );
     expect(stored[0]!.n).toBe(0);
   });
 
   describe('policies', () => {
-    const policy = (p: TestProject, name: string, body: Record<string, unknown>) => call(svc.url, 'PUT', `/v1/policies/${name}`, { token: p.key, body: { scope: 'resource', window: '24h', maxCost: 0.01, ...body } });
+    const policy = (p: TestProject, name: string, body: Record<string, unknown>) =>
+      call(svc.url, 'PUT', `/v1/policies/${name}`, {
+        token: p.key,
+        body: { scope: 'resource', window: '24h', maxCost: 0.01, ...body },
+      });
 
     it("given a policy with onExceed 'block', then a step that asks to shrink is denied by it", async () => {
       const p = await createProject(svc.url);
-      expect((await policy(p, 'hard-stop', { onExceed: 'block' })).body).toMatchObject({ name: 'hard-stop', onExceed: 'block' });
+      expect((await policy(p, 'hard-stop', { onExceed: 'block' })).body).toMatchObject({
+        name: 'hard-stop',
+        onExceed: 'block',
+      });
       const res = await check({ ...step(`r-${randomUUID()}`, { onExceed: 'shrink' }), limits: [] }, p);
       expect(res.body).toMatchObject({ decision: 'deny', violations: [{ source: 'policy:hard-stop', usage: 0.0125 }] });
     });
@@ -98,7 +136,9 @@ describe('POST /v1/guard/check with onExceed', () => {
     it("given a policy with onExceed 'shrink', then it shrinks a step whose caller can apply it (it sent a floor), and denies one whose caller cannot", async () => {
       const p = await createProject(svc.url);
       await policy(p, 'soft-cap', { onExceed: 'shrink' });
-      expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([expect.objectContaining({ name: 'soft-cap', onExceed: 'shrink' })]);
+      expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([
+        expect.objectContaining({ name: 'soft-cap', onExceed: 'shrink' }),
+      ]);
       const capable = await check({ ...step(`r-${randomUUID()}`, { minOutputTokens: 10 }), limits: [] }, p);
       expect(capable.body.adjust).toMatchObject({ maxOutputTokens: 749, limitedBy: [{ source: 'policy:soft-cap' }] });
       const unaware = await check({ ...step(`r-${randomUUID()}`), limits: [] }, p);
@@ -108,7 +148,11 @@ describe('POST /v1/guard/check with onExceed', () => {
     it('rejects an unknown onExceed on a policy with the field', async () => {
       const p = await createProject(svc.url);
       const res = await policy(p, 'bad', { onExceed: 'degrade' });
-      expect([res.status, res.body.field, res.body.message]).toEqual([400, 'onExceed', "onExceed must be 'block' or 'shrink'"]);
+      expect([res.status, res.body.field, res.body.message]).toEqual([
+        400,
+        'onExceed',
+        "onExceed must be 'block' or 'shrink'",
+      ]);
       expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([]);
     });
   });

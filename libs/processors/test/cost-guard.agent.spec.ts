@@ -15,9 +15,19 @@ function contextFor(resourceId: string) {
 }
 
 /** One run of a one-step agent (a text answer) with `processor` as its only input processor. */
-async function run(processor: unknown, mode: (typeof modes)[number], resourceId = 'r1'): Promise<{ text: string; tripwire?: Tripwire; calls: number }> {
+async function run(
+  processor: unknown,
+  mode: (typeof modes)[number],
+  resourceId = 'r1',
+): Promise<{ text: string; tripwire?: Tripwire; calls: number }> {
   const { model, calls } = scriptedModel([{ text: ['Hello ', 'there.'], usage: { input: 10, output: 5 } }]);
-  const agent = new Agent({ id: 'guarded', name: 'guarded', instructions: 'Say hello.', model, inputProcessors: [processor as never] });
+  const agent = new Agent({
+    id: 'guarded',
+    name: 'guarded',
+    instructions: 'Say hello.',
+    model,
+    inputProcessors: [processor as never],
+  });
   const options = { requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: 100 } };
   if (mode === 'generate') {
     const result = await agent.generate('Hi', options);
@@ -32,31 +42,48 @@ async function run(processor: unknown, mode: (typeof modes)[number], resourceId 
 }
 
 /** What registering the agent with a Mastra instance whose observability store has `store` does. */
-const mastraWith = (store: unknown) => ({ getStorage: () => ({ stores: { observability: store } }), getLogger: () => ({ warn: () => undefined, debug: () => undefined }) }) as never;
+const mastraWith = (store: unknown) =>
+  ({
+    getStorage: () => ({ stores: { observability: store } }),
+    getLogger: () => ({ warn: () => undefined, debug: () => undefined }),
+  }) as never;
 
 describe('a cost guard with no Tollgate client, on an Agent never registered with a Mastra instance', () => {
-  it.each(modes)('lets the steps run and warns once, as the specification fails open when the cost cannot be read (%s)', async (mode) => {
-    const warn = jest.fn();
-    const guard = new CostGuardProcessor({ maxCost: 1, logger: { warn } });
-    const first = await run(guard, mode);
-    const second = await run(guard, mode);
-    expect([first.text, first.tripwire, first.calls]).toEqual(['Hello there.', undefined, 1]);
-    expect([second.text, second.tripwire, second.calls]).toEqual(['Hello there.', undefined, 1]);
-    expect(warn.mock.calls).toEqual([
-      [
-        'Cost guard: CostGuardProcessor has no Tollgate client and was not registered with a Mastra instance, so it has no observability storage to read the cost from; the cost is not checked and steps run (fail-open). Pass `client`, or register the agent with a Mastra instance that has observability storage.',
-      ],
-    ]);
-  });
+  it.each(modes)(
+    'lets the steps run and warns once, as the specification fails open when the cost cannot be read (%s)',
+    async (mode) => {
+      const warn = jest.fn();
+      const guard = new CostGuardProcessor({ maxCost: 1, logger: { warn } });
+      const first = await run(guard, mode);
+      const second = await run(guard, mode);
+      expect([first.text, first.tripwire, first.calls]).toEqual(['Hello there.', undefined, 1]);
+      expect([second.text, second.tripwire, second.calls]).toEqual(['Hello there.', undefined, 1]);
+      expect(warn.mock.calls).toEqual([
+        [
+          'Cost guard: CostGuardProcessor has no Tollgate client and was not registered with a Mastra instance, so it has no observability storage to read the cost from; the cost is not checked and steps run (fail-open). Pass `client`, or register the agent with a Mastra instance that has observability storage.',
+        ],
+      ]);
+    },
+  );
 
   it.each(modes)('blocks instead with failMode closed (%s)', async (mode) => {
-    const { text, tripwire, calls } = await run(new TokenCostControl({ maxCost: 1, failMode: 'closed', logger: { warn: () => undefined } }), mode);
+    const { text, tripwire, calls } = await run(
+      new TokenCostControl({ maxCost: 1, failMode: 'closed', logger: { warn: () => undefined } }),
+      mode,
+    );
     expect([text, calls]).toEqual(['', 0]);
     expect(tripwire).toEqual({
       reason:
         'Cost guard: TokenCostControl has no Tollgate client and was not registered with a Mastra instance, so it has no observability storage to read the cost from; blocking the step (fail-closed)',
       retry: false,
-      metadata: { processorId: 'token-cost-control', usage: { estimatedCost: null, costUnit: null }, maxCost: 1, scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard' },
+      metadata: {
+        processorId: 'token-cost-control',
+        usage: { estimatedCost: null, costUnit: null },
+        maxCost: 1,
+        scope: 'resource',
+        scopeKey: 'resource:r1',
+        threshold: 'hard',
+      },
       processorId: 'token-cost-control',
     });
   });
@@ -86,32 +113,51 @@ describe("TokenCostControl: @mastra/core's name, id and texts, so code written f
     }
   });
 
-  it.each(modes)('on the same observability store, blocks with the very TripWire Mastra’s own raises (%s)', async (mode) => {
-    const store = { getMetricAggregate: async () => ({ estimatedCost: 1.25, costUnit: 'USD' }) };
-    const options = { maxCost: 1, scope: 'resource' as const, window: '30d' as const };
-    const mastra = new MastraTokenCostControl(options);
-    mastra.__registerMastra(mastraWith(store));
-    const ours = new TokenCostControl({ ...options, logger: { warn: () => undefined } });
-    ours.__registerMastra(mastraWith(store));
+  it.each(modes)(
+    'on the same observability store, blocks with the very TripWire Mastra’s own raises (%s)',
+    async (mode) => {
+      const store = { getMetricAggregate: async () => ({ estimatedCost: 1.25, costUnit: 'USD' }) };
+      const options = { maxCost: 1, scope: 'resource' as const, window: '30d' as const };
+      const mastra = new MastraTokenCostControl(options);
+      mastra.__registerMastra(mastraWith(store));
+      const ours = new TokenCostControl({ ...options, logger: { warn: () => undefined } });
+      ours.__registerMastra(mastraWith(store));
 
-    const theirs = await run(mastra, mode);
-    const mine = await run(ours, mode);
-    expect(theirs.tripwire).toEqual({
-      reason: 'Cost control: estimated cost limit exceeded (1.25/1)',
-      retry: false,
-      metadata: { processorId: 'token-cost-control', usage: { estimatedCost: 1.25, costUnit: 'USD' }, maxCost: 1, scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard' },
-      processorId: 'token-cost-control',
-    });
-    expect(mine).toEqual(theirs);
-  });
+      const theirs = await run(mastra, mode);
+      const mine = await run(ours, mode);
+      expect(theirs.tripwire).toEqual({
+        reason: 'Cost control: estimated cost limit exceeded (1.25/1)',
+        retry: false,
+        metadata: {
+          processorId: 'token-cost-control',
+          usage: { estimatedCost: 1.25, costUnit: 'USD' },
+          maxCost: 1,
+          scope: 'resource',
+          scopeKey: 'resource:r1',
+          threshold: 'hard',
+        },
+        processorId: 'token-cost-control',
+      });
+      expect(mine).toEqual(theirs);
+    },
+  );
 
   it.each(modes)('with a Tollgate client, is exact and still speaks as Mastra’s does (%s)', async (mode) => {
     const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 2, outputPerMillion: 10 } });
     tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', 500_000, 0); // $1.00 spent
-    const { tripwire, calls } = await run(new TokenCostControl({ maxCost: 1, client: tollgate, logger: { warn: () => undefined } }), mode);
+    const { tripwire, calls } = await run(
+      new TokenCostControl({ maxCost: 1, client: tollgate, logger: { warn: () => undefined } }),
+      mode,
+    );
     expect(calls).toBe(0);
     expect(tripwire?.processorId).toBe('token-cost-control');
     expect(tripwire?.reason).toMatch(/^Cost control: estimated cost limit exceeded \(1\.00\d+\/1\)$/);
-    expect(tripwire?.metadata).toMatchObject({ processorId: 'token-cost-control', scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard', maxCost: 1 });
+    expect(tripwire?.metadata).toMatchObject({
+      processorId: 'token-cost-control',
+      scope: 'resource',
+      scopeKey: 'resource:r1',
+      threshold: 'hard',
+      maxCost: 1,
+    });
   });
 });

@@ -1,6 +1,11 @@
 import { RequestContext } from '@mastra/core/request-context';
 import { abort, caught } from '../../test/support/messages';
-import type { GuardCheckRequest, GuardCheckResponse, GuardFinding, TollgateGuardClient } from '../tollgate/guard-client';
+import type {
+  GuardCheckRequest,
+  GuardCheckResponse,
+  GuardFinding,
+  TollgateGuardClient,
+} from '../tollgate/guard-client';
 import { CostGuardProcessor, type CostGuardStepArgs } from './cost-guard.processor';
 
 /** A deferred promise, resolved by the spec. */
@@ -10,10 +15,38 @@ function deferred() {
   return { promise, resolve };
 }
 
-const violation: GuardFinding = { scope: 'resource', scopeKey: 'resource:r1', window: '7d', limitType: 'cost', usage: 1.2, limit: 1, unit: 'USD', threshold: 'hard', source: 'request' };
-const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({ decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, asOf: new Date().toISOString(), ...over });
+const violation: GuardFinding = {
+  scope: 'resource',
+  scopeKey: 'resource:r1',
+  window: '7d',
+  limitType: 'cost',
+  usage: 1.2,
+  limit: 1,
+  unit: 'USD',
+  threshold: 'hard',
+  source: 'request',
+};
+const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({
+  decision: 'allow',
+  violations: [],
+  warnings: [],
+  skipped: [],
+  usage: {},
+  asOf: new Date().toISOString(),
+  ...over,
+});
 const reserved = (id: string, over: Partial<GuardCheckResponse> = {}) =>
-  answer({ reservation: { id, estimatedCost: 0.001, costUnit: 'USD', inputTokens: 10, outputTokens: 100, expiresAt: new Date(Date.now() + 60_000).toISOString() }, ...over });
+  answer({
+    reservation: {
+      id,
+      estimatedCost: 0.001,
+      costUnit: 'USD',
+      inputTokens: 10,
+      outputTokens: 100,
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    },
+    ...over,
+  });
 
 /** A client that answers checks from a script and whose deliveries land when the spec says. */
 function scriptedClient(answers: GuardCheckResponse[]) {
@@ -45,14 +78,30 @@ function scriptedClient(answers: GuardCheckResponse[]) {
 function stepArgs(state: Record<string, unknown>, stepNumber: number, maxOutputTokens = 500): CostGuardStepArgs {
   const requestContext = new RequestContext();
   requestContext.set('mastra__resourceId', 'r1');
-  return { messages: [], systemMessages: [], abort, requestContext, state, stepNumber, steps: [], model: { provider: 'openai.chat', modelId: 'gpt-4o' }, modelSettings: { maxOutputTokens } };
+  return {
+    messages: [],
+    systemMessages: [],
+    abort,
+    requestContext,
+    state,
+    stepNumber,
+    steps: [],
+    model: { provider: 'openai.chat', modelId: 'gpt-4o' },
+    modelSettings: { maxOutputTokens },
+  };
 }
 const finished = (stepNumber: number, state: Record<string, unknown>, reason: 'tool-calls' | 'stop') => ({
   stepNumber,
   state,
-  chunks: [{ type: 'finish', payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } } }],
+  chunks: [
+    {
+      type: 'finish',
+      payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } },
+    },
+  ],
 });
-const guard = (client: TollgateGuardClient, onExceed?: 'shrink') => new CostGuardProcessor({ maxCost: 1, client, onExceed, logger: { warn: () => undefined } });
+const guard = (client: TollgateGuardClient, onExceed?: 'shrink') =>
+  new CostGuardProcessor({ maxCost: 1, client, onExceed, logger: { warn: () => undefined } });
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("CostGuardProcessor: a step's record is off the next step's path (given a step that called tools, when the next step is checked, then …)", () => {
@@ -63,12 +112,21 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
     await g.processInputStep(stepArgs(state, 0));
     await g.processLLMResponse(finished(0, state, 'tool-calls'));
     await g.processInputStep(stepArgs(state, 1));
-    expect(log).toEqual([expect.stringMatching(/^check .+:0$/), 'record 0', 'flush', expect.stringMatching(/^check .+:1$/)]);
+    expect(log).toEqual([
+      expect.stringMatching(/^check .+:0$/),
+      'record 0',
+      'flush',
+      expect.stringMatching(/^check .+:1$/),
+    ]);
     deliveries[0]!.resolve();
   });
 
   it('a deny taken while the record was in flight is asked again, same stepId, once it landed; the one after stands', async () => {
-    const { client, log, checks, deliveries } = scriptedClient([reserved('rsv-0'), answer({ decision: 'deny', violations: [violation] }), reserved('rsv-1')]);
+    const { client, log, checks, deliveries } = scriptedClient([
+      reserved('rsv-0'),
+      answer({ decision: 'deny', violations: [violation] }),
+      reserved('rsv-1'),
+    ]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
@@ -90,8 +148,16 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('a shrink taken while the record was in flight is released and asked again under a new stepId', async () => {
-    const adjust = (maxOutputTokens: number) => ({ maxOutputTokens, requestedMaxOutputTokens: 500, limitedBy: [violation] });
-    const { client, log, checks, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-small', { adjust: adjust(100) }), reserved('rsv-fair', { adjust: adjust(300) })]);
+    const adjust = (maxOutputTokens: number) => ({
+      maxOutputTokens,
+      requestedMaxOutputTokens: 500,
+      limitedBy: [violation],
+    });
+    const { client, log, checks, deliveries } = scriptedClient([
+      reserved('rsv-0'),
+      reserved('rsv-small', { adjust: adjust(100) }),
+      reserved('rsv-fair', { adjust: adjust(300) }),
+    ]);
     const g = guard(client, 'shrink');
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
@@ -100,8 +166,17 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
     await tick();
     deliveries[0]!.resolve();
     const result = await second;
-    expect(log.slice(3)).toEqual([expect.stringMatching(/:1$/), 'landed', 'release rsv-small', expect.stringMatching(/:1:settled$/)]);
-    expect(checks.map((c) => [c.onExceed, c.minOutputTokens])).toEqual([['shrink', 1], ['shrink', 1], ['shrink', 1]]);
+    expect(log.slice(3)).toEqual([
+      expect.stringMatching(/:1$/),
+      'landed',
+      'release rsv-small',
+      expect.stringMatching(/:1:settled$/),
+    ]);
+    expect(checks.map((c) => [c.onExceed, c.minOutputTokens])).toEqual([
+      ['shrink', 1],
+      ['shrink', 1],
+      ['shrink', 1],
+    ]);
     expect(result).toMatchObject({ modelSettings: { maxOutputTokens: 300 } });
   });
 
@@ -137,7 +212,11 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('a TripWire waits for the records of the steps that ran', async () => {
-    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), answer({ decision: 'deny', violations: [violation] }), answer({ decision: 'deny', violations: [violation] })]);
+    const { client, log, deliveries } = scriptedClient([
+      reserved('rsv-0'),
+      answer({ decision: 'deny', violations: [violation] }),
+      answer({ decision: 'deny', violations: [violation] }),
+    ]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));

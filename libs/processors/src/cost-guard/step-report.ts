@@ -28,9 +28,15 @@ interface ModelCalls {
 }
 
 const isModel = (model: unknown): model is ModelCalls =>
-  typeof model === 'object' && model !== null && typeof (model as ModelCalls).doGenerate === 'function' && typeof (model as ModelCalls).doStream === 'function';
+  typeof model === 'object' &&
+  model !== null &&
+  typeof (model as ModelCalls).doGenerate === 'function' &&
+  typeof (model as ModelCalls).doStream === 'function';
 
-const withReport = (metadata: Metadata, report: CostGuardStepReport): Metadata => ({ ...metadata, tollgate: { ...metadata?.['tollgate'], costGuard: { ...report } } });
+const withReport = (metadata: Metadata, report: CostGuardStepReport): Metadata => ({
+  ...metadata,
+  tollgate: { ...metadata?.['tollgate'], costGuard: { ...report } },
+});
 
 /**
  * The step's model, as itself for every purpose but two: a call is capped at the report's
@@ -40,12 +46,17 @@ const withReport = (metadata: Metadata, report: CostGuardStepReport): Metadata =
  */
 export function reportingModel<M>(model: M, report: CostGuardStepReport): M {
   if (!isModel(model)) return model;
-  const cap = (options: CallOptions): CallOptions => ({ ...options, maxOutputTokens: Math.min(options.maxOutputTokens ?? Infinity, report.maxOutputTokens) });
+  const cap = (options: CallOptions): CallOptions => ({
+    ...options,
+    maxOutputTokens: Math.min(options.maxOutputTokens ?? Infinity, report.maxOutputTokens),
+  });
   const reported = (stream: Parts) =>
     stream.pipeThrough(
       new TransformStream<Part, Part>({
         transform(part, controller) {
-          controller.enqueue(part.type === 'finish' ? { ...part, providerMetadata: withReport(part.providerMetadata, report) } : part);
+          controller.enqueue(
+            part.type === 'finish' ? { ...part, providerMetadata: withReport(part.providerMetadata, report) } : part,
+          );
         },
       }),
     );
