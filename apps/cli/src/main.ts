@@ -107,9 +107,9 @@ process.on('unhandledRejection', (reason) => {
 });
 
 main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
+  // Exit once the answer is written: idle pool connections and timers would otherwise hold the
+  // process for seconds after the work is done.
+  (code) => void process.stdout.write('', () => process.exit(code)),
   (err) => {
     if (err instanceof UsageError) {
       const command = find(process.argv.slice(2));
