@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { TEST_ADMIN_TOKEN } from '../support/env';
 import { call, createProject, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
@@ -232,19 +233,44 @@ function specs(project: TestProject, fixtures: { reservationId: string; keyId: s
   ];
 }
 
+/**
+ * A path fetch() would rewrite (its dot segments resolved, as a browser does: `/dashboard/assets/..`
+ * is `/dashboard/`) goes out as it is, so the route gets the `..` an attacker's client sends.
+ */
+function sendVerbatim(base: string, c: BadRequest, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method: c.method, path: c.path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(c.body === undefined ? undefined : Buffer.from(c.body));
+  });
+}
+
 async function send(base: string, c: BadRequest, token: string): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (c.contentType !== undefined) headers['content-type'] = c.contentType;
-  // A Buffer body: fetch adds no content type of its own, and sends the bytes as they are.
-  const res = await fetch(base + c.path, { method: c.method, headers, body: c.body === undefined ? undefined : Buffer.from(c.body) });
-  const text = await res.text();
+  let status: number;
+  let text: string;
+  if (new URL(base + c.path).pathname !== c.path.split('?')[0]) {
+    ({ status, text } = await sendVerbatim(base, c, headers));
+  } else {
+    // A Buffer body: fetch adds no content type of its own, and sends the bytes as they are.
+    const res = await fetch(base + c.path, { method: c.method, headers, body: c.body === undefined ? undefined : Buffer.from(c.body) });
+    status = res.status;
+    text = await res.text();
+  }
   let body: unknown = text;
   try {
     body = JSON.parse(text);
   } catch {
     /* keep the text */
   }
-  return { status: res.status, body };
+  return { status, body };
 }
 
 /** How the suite judges one answer: its outcome, and what is wrong with it (if anything). */
