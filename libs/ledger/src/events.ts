@@ -1,20 +1,5 @@
 import { SYSTEM_EVENT_ID_PREFIX, type GuardFinding, type StepUsageEvent } from '@tollgate/contracts';
 
-/** The types of the event log, past tense. */
-export const EventType = {
-  StepUsageRecorded: 'StepUsageRecorded',
-  BudgetReserved: 'BudgetReserved',
-  ReservationSettled: 'ReservationSettled',
-  ReservationReleased: 'ReservationReleased',
-  ReservationExceeded: 'ReservationExceeded',
-  GuardDecided: 'GuardDecided',
-  PriceCatalogChanged: 'PriceCatalogChanged',
-  StepRepriced: 'StepRepriced',
-  BudgetThresholdCrossed: 'BudgetThresholdCrossed',
-  BudgetExhausted: 'BudgetExhausted',
-} as const;
-export type EventType = (typeof EventType)[keyof typeof EventType];
-
 /** The scope ids and entity an event is filed under (columns of the log). */
 export interface EventScopes {
   traceId?: string;
@@ -134,19 +119,6 @@ export type LedgerEvent = SystemEvent | StepRepriced | ({ type: 'StepUsageRecord
 
 /** The id of a system event: deterministic where it must happen once (`reservation:<id>:settled`). */
 export const systemEventId = (...parts: string[]) => `${SYSTEM_EVENT_ID_PREFIX}${parts.join(':')}`;
-
-/**
- * Published on the in-process CQRS bus after a step event commits. A convenience for hooks in
- * the same process only: projections and exporters read the log itself, which is the source.
- */
-export class StepUsageRecorded {
-  constructor(
-    readonly projectId: string,
-    readonly position: bigint,
-    readonly event: StepUsageEvent,
-    readonly costMicros: bigint | null,
-  ) {}
-}
 
 /** Published on the in-process CQRS bus after a reprice committed corrections (wakes the projector). */
 export class StepsRepriced {

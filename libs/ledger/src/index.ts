@@ -1,6 +1,6 @@
 export { LedgerModule, LedgerHttpModule } from './ledger.module';
 export { AppendEvents } from './append-events/append-events.command';
-export { EventType, StepUsageRecorded, StepsRepriced } from './events';
+export { StepsRepriced } from './events';
 export type { StepCost, StepRepriced } from './events';
 export { priceStep, normalizeProvider, normalizeModel, overrideAt } from './pricing/price-step';
 export type { PricedCost, PriceOverrideRate } from './pricing/price-step';

@@ -1,7 +1,8 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
-import { StepsRepriced, StepUsageRecorded } from '@tollgate/ledger';
+import { StepUsageRecorded } from '@tollgate/contracts';
+import { StepsRepriced } from '@tollgate/ledger';
 import { addJob } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
 
