@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
+import { z } from 'zod';
+import { policyResponse } from '../../libs/ledger/src/policies/policies.controller';
+import { priceResponse } from '../../libs/ledger/src/prices/prices.controller';
+import { keyListResponse } from '../../libs/ledger/src/projects/projects.schemas';
+import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { call, createProject, stepEvent } from '../support/http';
 import { startService, type RunningService } from '../support/service';
 
@@ -145,6 +149,9 @@ describe('npm run tollgate -- …', () => {
     expect(put).toMatchObject({ name: 'daily', scope: 'resource', window: '24h', maxCost: 5, strategy: 'block' });
     const viaApi = await call(svc.url, 'GET', '/v1/policies', { token: p.key });
     expect(json(await tollgate(['policies', 'list', '--project', p.id, '--json']))).toEqual(viaApi.body);
+    // The OpenAPI document's response schemas describe what the routes answer.
+    expect(z.strictObject({ policies: z.array(policyResponse.strict()) }).safeParse(viaApi.body).error).toBeUndefined();
+    expect(keyListResponse.safeParse((await call(svc.url, 'GET', `/v1/admin/projects/${p.id}/keys`, { token: TEST_ADMIN_TOKEN })).body).error).toBeUndefined();
 
     const badPolicy = await tollgate(['policies', 'put', 'daily', '--project', p.id, '--file', '-'], {}, JSON.stringify({ scope: 'resource', window: '2d', maxCost: 5 }));
     expect(badPolicy.code).toBe(2);
@@ -153,6 +160,7 @@ describe('npm run tollgate -- …', () => {
     const price = json(await tollgate(['prices', 'set', '--project', p.id, '--provider', 'acme', '--model', 'big', '--input', '3', '--output', '15', '--json']));
     expect(price).toMatchObject({ provider: 'acme', model: 'big', inputPerMillion: 3, outputPerMillion: 15, currency: 'USD' });
     expect(json(await tollgate(['prices', 'list', '--project', p.id, '--json'])).prices).toEqual([expect.objectContaining({ id: price.id })]);
+    expect(z.strictObject({ prices: z.array(priceResponse.strict()) }).safeParse((await call(svc.url, 'GET', '/v1/prices', { token: p.key })).body).error).toBeUndefined();
     const negative = await tollgate(['prices', 'set', '--project', p.id, '--provider', 'acme', '--model', 'big', '--input=-3', '--output', '15']);
     expect(negative.code).toBe(2);
     expect(negative.stderr).toMatch(/^--input must not be negative/m);

@@ -2,8 +2,28 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Put, UseGuards } from '
 import { idSchema, policySchema, type Policy } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
 import { AppError, AuthGuard, Caches, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { z } from 'zod';
 
 type PolicyRow = Awaited<ReturnType<PrismaService['policy']['findFirst']>> & {};
+
+/** What policyView answers (the OpenAPI document's response schema). */
+export const policyResponse = z.object({
+  name: z.string().describe('The policy name (the last part of its URL)'),
+  scope: z.string().describe('run, thread, resource, user, organization or session'),
+  window: z.string().describe('The rolling window (1h … 365d); a run budget has none: it counts the whole run'),
+  maxCost: z.number().optional().describe('In costUnit (the project unit when unset)'),
+  costUnit: z.string().optional().describe('Three-letter currency code'),
+  maxTotalTokens: z.number().optional(),
+  maxInputTokens: z.number().optional(),
+  maxOutputTokens: z.number().optional(),
+  warnAtPercent: z.number().optional().describe('Answer a warning past this share of a limit'),
+  strategy: z.enum(['block', 'warn']).describe('block: deny past a limit; warn: allow with a warning'),
+  onExceed: z.enum(['block', 'shrink']).optional(),
+  entityName: z.string().optional().describe('Applies only to steps of this agent'),
+  alerts: z.array(z.number()).optional().describe('Percent thresholds that raise budget alerts'),
+  alertHysteresis: z.number().optional(),
+  updatedAt: z.string().describe('ISO 8601'),
+});
 
 /** A stored policy as the API shows it (limits in units, not micro-units). */
 export const policyView = (p: PolicyRow) => ({
@@ -40,7 +60,7 @@ export class PoliciesController {
 
   @Put(':name')
   @RequireScope('admin')
-  @Documented({ summary: 'Create or replace a budget policy', tag: 'guard', auth: 'admin', body: policySchema })
+  @Documented({ summary: 'Create or replace a budget policy', tag: 'guard', auth: 'admin', body: policySchema, response: policyResponse })
   async put(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string, @Body(new ZodPipe(policySchema)) body: Policy) {
     const data = {
       scope: body.scope,
@@ -72,7 +92,7 @@ export class PoliciesController {
 
   @Get()
   @RequireScope('read')
-  @Documented({ summary: "List the project's budget policies", tag: 'guard', auth: 'read' })
+  @Documented({ summary: "List the project's budget policies", tag: 'guard', auth: 'read', response: z.object({ policies: z.array(policyResponse) }) })
   async list(@CurrentPrincipal() principal: Principal) {
     const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId }, orderBy: { name: 'asc' } });
     return { policies: rows.map(policyView) };

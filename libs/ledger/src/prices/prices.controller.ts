@@ -28,6 +28,21 @@ export const putPriceSchema = z.strictObject({
   cacheWrite1hPerMillion: rate.optional(),
 });
 
+const rateOut = z.number().nullable();
+/** A stored price override, as priceView answers it. */
+export const priceResponse = z.object({
+  id: z.string().describe('prc_…; events priced by it carry `override:<id>` as their price id'),
+  provider: z.string(),
+  model: z.string(),
+  effectiveFrom: z.string().describe('ISO 8601: events that occurred at or after it are priced by this override (until a later one)'),
+  currency: z.string().describe('Three-letter currency code'),
+  inputPerMillion: z.number().describe('Per million uncached input tokens (and cache tokens whose own rate is null)'),
+  outputPerMillion: z.number().describe('Per million output tokens (reasoning included)'),
+  cacheReadPerMillion: rateOut.describe('null: cache reads are priced as input'),
+  cacheWritePerMillion: rateOut.describe('null: cache writes are priced as input'),
+  cacheWrite1hPerMillion: rateOut.describe('null: 1-hour cache writes are priced as cache writes'),
+});
+
 /** A project's own prices for models, versioned by the time they take effect. */
 @Controller('v1/prices')
 @UseGuards(AuthGuard)
@@ -56,7 +71,7 @@ export class PricesController {
 
   @Get()
   @RequireScope('read')
-  @Documented({ summary: "List the project's price overrides", tag: 'prices', auth: 'read' })
+  @Documented({ summary: "List the project's price overrides", tag: 'prices', auth: 'read', response: z.object({ prices: z.array(priceResponse) }) })
   async list(@CurrentPrincipal() principal: Principal) {
     const rows = await this.prisma.priceOverride.findMany({ where: { projectId: principal.projectId }, orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }] });
     return { prices: rows.map(priceView) };

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, Param, Patch, Post, UseGuards } from '@n
 import { idSchema } from '@tollgate/contracts';
 import { AuthGuard, Documented, RequireAdminToken, ZodPipe } from '@tollgate/platform';
 import type { z } from 'zod';
-import { createKeySchema, createProjectSchema, keyResponse, projectResponse, projectSettingsSchema } from './projects.schemas';
+import { createKeySchema, createProjectSchema, keyListResponse, keyResponse, keyRevokedResponse, projectResponse, projectSettingsSchema } from './projects.schemas';
 import { ProjectsService } from './projects.service';
 
 /** Operator routes, authorized by TOLLGATE_ADMIN_TOKEN. */
@@ -31,13 +31,13 @@ export class AdminController {
   }
 
   @Get(':projectId/keys')
-  @Documented({ summary: "List a project's keys (never the keys themselves)", tag: 'admin', auth: 'admin-token' })
+  @Documented({ summary: "List a project's keys (never the keys themselves)", tag: 'admin', auth: 'admin-token', response: keyListResponse })
   listKeys(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string) {
     return this.projects.listKeys(projectId);
   }
 
   @Delete(':projectId/keys/:keyId')
-  @Documented({ summary: 'Revoke a key; it stops working at once', tag: 'admin', auth: 'admin-token' })
+  @Documented({ summary: 'Revoke a key; it stops working at once', tag: 'admin', auth: 'admin-token', response: keyRevokedResponse })
   revokeKey(@Param('projectId', new ZodPipe(idSchema, 'projectId')) projectId: string, @Param('keyId', new ZodPipe(idSchema, 'keyId')) keyId: string) {
     return this.projects.revokeKey(projectId, keyId);
   }

@@ -43,4 +43,16 @@ export const projectResponse = z.object({
   maxEventAgeDays: z.number().nullable(),
   createdAt: z.string(),
 });
+/** A key as listed: never the key itself. */
+export const keyListResponse = z.array(
+  z.object({
+    id: z.string().describe('The key id (the part of the key after `tg_`, before the secret)'),
+    name: z.string().nullable().describe('The name given at creation'),
+    scopes: z.array(z.enum(KEY_SCOPES)).describe('What the key may do'),
+    createdAt: z.string().describe('ISO 8601'),
+    revokedAt: z.string().nullable().describe('ISO 8601; null while the key works'),
+  }),
+);
+export const keyRevokedResponse = z.object({ id: z.string().describe('The key id'), revoked: z.literal(true).describe('The key stopped working at once (idempotent)') });
+
 export const keyResponse = z.object({ id: z.string(), projectId: z.string(), key: z.string().describe('Shown once; only its hash is stored'), scopes: z.array(z.string()), createdAt: z.string() });
