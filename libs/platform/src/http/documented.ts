@@ -1,4 +1,4 @@
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { RequestMethod } from '@nestjs/common';
 import { z } from 'zod';
 import type { KeyScope } from '../auth/api-key';
@@ -33,6 +33,8 @@ export function buildOpenApi(info: { title: string; version: string }): Record<s
     const base = (Reflect.getMetadata(PATH_METADATA, target) as string) ?? '';
     const sub = (Reflect.getMetadata(PATH_METADATA, fn) as string) ?? '';
     const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, fn) as number].toLowerCase();
+    // The status the route answers with: its @HttpCode, else Nest's default (201 for a POST).
+    const status = String((Reflect.getMetadata(HTTP_CODE_METADATA, fn) as number | undefined) ?? (method === 'post' ? 201 : 200));
     const path = join(base, sub).replace(/:(\w+)/g, '{$1}');
     const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const query = doc.query ? Object.entries((z.toJSONSchema(doc.query, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, unknown> }).properties ?? {}).map(([name, schema]) => ({ name, in: 'query', schema })) : [];
@@ -44,7 +46,10 @@ export function buildOpenApi(info: { title: string; version: string }): Record<s
       parameters: [...params, ...query],
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(doc.body, { io: 'input', unrepresentable: 'any' }) } } } } : {}),
       responses: {
-        '200': { description: doc.responseDescription ?? 'OK', ...(doc.response ? { content: { 'application/json': { schema: z.toJSONSchema(doc.response, { io: 'output', unrepresentable: 'any' }) } } } : {}) },
+        [status]:
+          status === '204'
+            ? { description: doc.responseDescription ?? 'Done; no body' }
+            : { description: doc.responseDescription ?? 'OK', ...(doc.response ? { content: { 'application/json': { schema: z.toJSONSchema(doc.response, { io: 'output', unrepresentable: 'any' }) } } } : {}) },
         '400': { description: 'Invalid request: the body names the field and the reason' },
         ...(doc.auth ? { '401': { description: 'Missing, invalid or revoked key' }, '403': { description: 'The key lacks the scope' } } : {}),
       },
