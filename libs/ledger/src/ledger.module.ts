@@ -8,7 +8,7 @@ import { PoliciesController } from './policies/policies.controller';
 import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
 import { StepsController } from './read-steps/steps.controller';
-import { ProjectSettingsReader } from './check-guard/project-settings.reader';
+import { ProjectSettingsReader } from './project-settings/project-settings.reader';
 import { PricesController } from './prices/prices.controller';
 import { PricesService } from './prices/prices.service';
 import { RepriceController } from './reprice/reprice.controller';

@@ -2,7 +2,7 @@ import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import { StepUsageRecorded, type IngestResponse, type IngestResult } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { Clock, Config } from '@tollgate/platform';
-import { ProjectSettingsReader } from '../check-guard/project-settings.reader';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import { priceStep } from '../pricing/price-step';
 import { AppendEvents } from './append-events.command';
 import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';

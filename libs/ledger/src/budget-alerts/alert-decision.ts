@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
 import type { UsageTotals } from '../check-guard/guard-decision';
 import { convertMicros, type UnitRates } from '../check-guard/money';
-import type { StoredPolicy } from '../check-guard/project-settings.sql';
+import type { StoredPolicy } from '../project-settings/project-settings.sql';
 
 const MICRO = 1_000_000;
 

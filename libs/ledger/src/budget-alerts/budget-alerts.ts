@@ -3,7 +3,7 @@ import type { GuardCheckRequest, GuardFinding, Scope } from '@tollgate/contracts
 import { CACHE_CHANNELS, notifySql, PrismaService, type Sql } from '@tollgate/database';
 import { alertsFired } from '@tollgate/observability/metrics';
 import { Caches, Clock } from '@tollgate/platform';
-import type { ProjectSettings } from '../check-guard/project-settings.sql';
+import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
 import type { UsageTotals } from '../check-guard/guard-decision';
 import { readCounterBounds } from './counter-bounds.sql';

@@ -27,8 +27,8 @@ import {
   type UsageTotals,
 } from './guard-decision';
 import { GroupCommit } from './group-commit';
-import { ProjectSettingsReader } from './project-settings.reader';
-import type { ProjectSettings } from './project-settings.sql';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
+import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */

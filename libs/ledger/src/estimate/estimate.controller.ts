@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { estimateRequestSchema, type EstimateRequest, type EstimateResponse } from '@tollgate/contracts';
 import { AppError, AuthGuard, Clock, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { estimateView } from '../check-guard/guard-decision';
-import { ProjectSettingsReader } from '../check-guard/project-settings.reader';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import { catalogTier, CATALOG_PRICE_PREFIX } from '../pricing/price-step';
 import { countMessageTokens } from './count-tokens';
 import { StepPricer } from './step-pricer';

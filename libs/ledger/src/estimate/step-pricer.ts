@@ -4,7 +4,7 @@ import { PrismaService } from '@tollgate/database';
 import { heldInputTokens, marginFromBins } from '../check-guard/estimate-margins';
 import { readEstimateRatios } from '../check-guard/guard-batch.sql';
 import type { StepEstimate } from '../check-guard/guard-decision';
-import type { ProjectSettings } from '../check-guard/project-settings.sql';
+import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { normalizeModel, normalizeProvider, priceStep } from '../pricing/price-step';
 
 /** How long a learned margin is used before settlements are read again. */

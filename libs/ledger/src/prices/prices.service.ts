@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
 import { Caches, Clock, Config } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
-import { readProjectSettings } from '../check-guard/project-settings.sql';
+import { readProjectSettings } from '../project-settings/project-settings.sql';
 import { normalizeModel, normalizeProvider, type PriceOverrideRate } from '../pricing/price-step';
 import { earliestUnpricedStep, stepsPricedOtherwise } from '../reprice/step-costs.sql';
 

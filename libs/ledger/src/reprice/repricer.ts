@@ -2,7 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import { PrismaService } from '@tollgate/database';
 import { AppError } from '@tollgate/platform';
-import { readProjectSettings } from '../check-guard/project-settings.sql';
+import { readProjectSettings } from '../project-settings/project-settings.sql';
 import { StepsRepriced } from '../events';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { repricedContributions } from '../budget-alerts/repriced-contributions.sql';
