@@ -4,12 +4,15 @@ import { MetricsProjector } from '@tollgate/metrics';
 import { Client } from 'pg';
 import { buildQuery, rollupLevels } from '../../libs/metrics/src/query/metric-query';
 import { aggregateRecords } from '../../libs/metrics/src/query/metric-query.sql';
+import { createBenchProject, median, startServiceProcess } from '../support/harness';
 
 /**
  * `npm run bench:metrics`: 1,000,000 step events over 30 days in one project (inserted with
  * generate_series), the projector catching up from position 0, then each query against the same
  * query over the raw events, in the same run. Numbers are medians of a shared machine: read the
- * ratios. Env: BENCH_DATABASE_URL (dropped and recreated), BENCH_EVENTS, BENCH_RUNS.
+ * ratios. Then the projector's catch-up against ingest's rate in the same run (see keepUp).
+ * Env: BENCH_DATABASE_URL (dropped and recreated), BENCH_EVENTS, BENCH_RUNS, BENCH_KEEPUP_EVENTS,
+ * BENCH_KEEPUP_ROUNDS.
  */
 const URL_ = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_metrics';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -18,6 +21,104 @@ const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 3);
 const PROJECT = 'bench-project';
 const DAY = 86_400_000;
 const TOTALS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];
+/** Events per round of the ingest-vs-projector comparison, and its rounds (BENCH_KEEPUP_EVENTS=0 skips it). */
+const KEEPUP_EVENTS = Number(process.env.BENCH_KEEPUP_EVENTS ?? 40_000);
+const KEEPUP_ROUNDS = Number(process.env.BENCH_KEEPUP_ROUNDS ?? 3);
+const KEEPUP_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const INGEST_BATCH = 100;
+
+const ingestModels = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-0', 'gemini-2.5-flash'];
+const ingestProviders: Record<string, string> = { 'gpt-4o': 'openai', 'gpt-4o-mini': 'openai', 'claude-sonnet-4-0': 'anthropic', 'gemini-2.5-flash': 'google' };
+
+/** The step bench:ingest sends (runs of 10 steps with their own thread, 500 resources, 300 users, the last hour). */
+function ingestEvent(i: number, round: number) {
+  const model = ingestModels[i % ingestModels.length];
+  const run = Math.floor(i / 10);
+  return {
+    eventId: `keepup-${round}-${i}`,
+    occurredAt: new Date(Date.now() - (i % 3600) * 1000).toISOString(),
+    traceId: `trace-${round}-${run}`,
+    threadId: `thread-${round}-${run}`,
+    resourceId: `resource-${run % 500}`,
+    userId: `user-${run % 300}`,
+    entityType: 'agent',
+    entityName: `agent-${run % 7}`,
+    provider: ingestProviders[model],
+    model,
+    usage: { inputTokens: 500 + (i % 2000), outputTokens: 50 + (i % 400), cacheReadTokens: i % 3 === 0 ? 100 : 0 },
+    durationMs: 200 + (i % 800),
+    stepIndex: i % 10,
+  };
+}
+
+/**
+ * Can the projector keep up with ingest? In each round: N steps through POST /v1/events (the
+ * built API as its own process, batches of 100 from 8 concurrent clients: bench:ingest's load),
+ * then the projector catching up over exactly those steps. Both rates in one run, on the same
+ * machine and database; the ratio is what matters (target ≥ 1.5: dashboards' lag stays bounded
+ * under sustained full ingest, with room for bursts).
+ */
+async function keepUp(prisma: PrismaService): Promise<void> {
+  if (KEEPUP_EVENTS <= 0) return;
+  const svc = await startServiceProcess('api', { DATABASE_URL: URL_, RATE_LIMIT_PER_KEY_PER_SECOND: '0' });
+  try {
+    const project = await createBenchProject(svc.url);
+    const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
+    const projector = new MetricsProjector(prisma);
+    const send = async (events: ReturnType<typeof ingestEvent>[]) => {
+      const res = await fetch(`${svc.url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
+      const body = (await res.json()) as { accepted: number };
+      if (res.status !== 200 || body.accepted !== events.length) throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+    };
+    const ingest = async (total: number, round: number) => {
+      let next = 0;
+      const started = process.hrtime.bigint();
+      await Promise.all(
+        Array.from({ length: KEEPUP_CONCURRENCY }, async () => {
+          while (next < total) {
+            const from = next;
+            next += INGEST_BATCH;
+            await send(Array.from({ length: Math.min(INGEST_BATCH, total - from) }, (_, j) => ingestEvent(from + j, round)));
+          }
+        }),
+      );
+      return total / (Number(process.hrtime.bigint() - started) / 1e9);
+    };
+    const project_ = async () => {
+      const started = process.hrtime.bigint();
+      let events = 0;
+      // As the worker runs it (its default batch size), until every step ingested is projected
+      // (the reader stops below the oldest open transaction of the cluster: loop past a lagging one).
+      for (;;) {
+        const r = await projector.catchUp();
+        events += r.events;
+        if (!r.caughtUp) continue;
+        const [{ n }] = await prisma.$queryRawUnsafe<{ n: number }[]>(
+          `SELECT count(*)::int AS n FROM events e, projection_checkpoints c WHERE c.name = 'metric_rollups' AND e.project_id = $1 AND (e.tx, e.position) > (c.tx, c.position)`,
+          project.id,
+        );
+        if (n === 0) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return { events, rate: events / (Number(process.hrtime.bigint() - started) / 1e9) };
+    };
+    // Warm-up: JIT, pools, partitions, dimension ids of the project.
+    await ingest(5_000, 0);
+    await project_();
+    const ingestRates: number[] = [];
+    const projectRates: number[] = [];
+    for (let round = 1; round <= KEEPUP_ROUNDS; round++) {
+      ingestRates.push(await ingest(KEEPUP_EVENTS, round));
+      const p = await project_();
+      projectRates.push(p.rate);
+      log(`  round ${round}: ingest ${Math.round(ingestRates.at(-1)!).toLocaleString('en-US')} events/s, projector ${Math.round(p.rate).toLocaleString('en-US')} events/s`);
+    }
+    const ratio = median(projectRates) / median(ingestRates);
+    log(`projector vs ingest (${KEEPUP_ROUNDS} rounds of ${KEEPUP_EVENTS.toLocaleString('en-US')} steps): ingest median ${Math.round(median(ingestRates)).toLocaleString('en-US')} events/s, projector catch-up median ${Math.round(median(projectRates)).toLocaleString('en-US')} events/s = ${ratio.toFixed(2)}× (target ≥ 1.5×)`);
+  } finally {
+    await svc.stop();
+  }
+}
 
 const log = (s: string) => process.stdout.write(s + '\n');
 
@@ -126,6 +227,8 @@ async function main() {
   }
   log('');
   log(`rollup queries: ${RUNS} runs each, raw baseline: ${RAW_RUNS} runs each (after 3 and 1 warm-ups). Target: aggregate p50 ≤ 10 ms and ≥ 20× raw.`);
+  log('');
+  await keepUp(prisma);
   await prisma.onModuleDestroy();
 }
 
