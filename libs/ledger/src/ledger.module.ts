@@ -5,6 +5,7 @@ import { EstimateController } from './estimate/estimate.controller';
 import { StepPricer } from './estimate/step-pricer';
 import { GuardController } from './check-guard/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
+import { PoliciesService } from './policies/policies.service';
 import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
 import { StepsController } from './read-steps/steps.controller';
@@ -20,8 +21,8 @@ import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService, BudgetAlerts],
-  exports: [StepPricer, ProjectSettingsReader, PricesService, ProjectsService, Repricer, ReservationsService],
+  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PoliciesService, PricesService, ProjectsService, Repricer, ReservationsService, BudgetAlerts],
+  exports: [StepPricer, ProjectSettingsReader, PoliciesService, PricesService, ProjectsService, Repricer, ReservationsService],
 })
 export class LedgerModule {}
 

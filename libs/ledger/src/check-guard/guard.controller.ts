@@ -1,13 +1,15 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { guardCheckRequestSchema, idSchema, SCOPE_TABLE, SCOPES, type GuardCheckRequest, type Scope } from '@tollgate/contracts';
-import { EVENT_SELECT, PrismaService } from '@tollgate/database';
+import { PrismaService } from '@tollgate/database';
 import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
-import { policyView } from '../policies/policies.controller';
+import { PoliciesService } from '../policies/policies.service';
+import { policyView } from '../policies/policy-view';
 import { ReservationsService } from '../reservations/reservations.service';
 import { readExceededReservations } from '../reservations/exceeded.sql';
 import { CheckGuard } from './check-guard.command';
+import { readGuardDecisions } from './guard-decisions.sql';
 
 // `<scope>:<id>`, its id checked as a context id: the routes look it up as one.
 const scopeKey = z
@@ -32,6 +34,7 @@ export class GuardController {
     private readonly commands: CommandBus,
     private readonly reservations: ReservationsService,
     private readonly prisma: PrismaService,
+    private readonly policies: PoliciesService,
   ) {}
 
   @Post('check')
@@ -68,7 +71,7 @@ export class GuardController {
   async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
     const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
     const id = rest.join(':');
-    const rows = await this.prisma.policy.findMany({ where: { projectId: principal.projectId, scope }, orderBy: { name: 'asc' } });
+    const rows = await this.policies.list(principal.projectId, scope);
     const entityNames = [...new Set(rows.map((r) => r.entityName ?? undefined))];
     if (!entityNames.length) entityNames.push(undefined);
     const answers = await Promise.all(
@@ -99,28 +102,7 @@ export class GuardController {
   @RequireScope('read')
   @Documented({ summary: 'Recent denials and warnings (the GuardDecided audit), newest first', tag: 'guard', auth: 'read', query: decisionsQuery })
   async decisions(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>) {
-    const params: unknown[] = [principal.projectId, q.limit];
-    let filter = '';
-    if (q.scopeKey) {
-      const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
-      params.push(rest.join(':'));
-      filter = `AND ${SCOPE_TABLE[scope].column} = $3`;
-    }
-    const rows = await this.prisma.$queryRawUnsafe<any[]>(
-      `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = 'GuardDecided' ${filter} ORDER BY occurred_at DESC, position DESC LIMIT $2`,
-      ...params,
-    );
-    return {
-      decisions: rows.map((r) => ({
-        eventId: r.event_id,
-        occurredAt: r.occurred_at.toISOString(),
-        decision: r.data.decision,
-        violations: r.data.violations,
-        warnings: r.data.warnings,
-        context: Object.fromEntries(
-          [...SCOPES.map((s) => [SCOPE_TABLE[s].field, r[SCOPE_TABLE[s].column]]), ['entityName', r.entity_name]].filter(([, v]) => v !== null),
-        ),
-      })),
-    };
+    const [scope, ...rest] = q.scopeKey?.split(':') ?? [];
+    return { decisions: await readGuardDecisions(this.prisma.sql, principal.projectId, scope === undefined ? undefined : { scope: scope as Scope, id: rest.join(':') }, q.limit) };
   }
 }
