@@ -1,5 +1,4 @@
 import { Body, Controller, Get, Param, Put, UseGuards } from '@nestjs/common';
-import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { EARLIEST_OCCURRED_AT, idSchema } from '@tollgate/contracts';
@@ -47,10 +46,7 @@ export const priceResponse = z.object({
 @Controller('v1/prices')
 @UseGuards(AuthGuard)
 export class PricesController {
-  constructor(
-    private readonly prisma: PrismaService,
-    private readonly prices: PricesService,
-  ) {}
+  constructor(private readonly prices: PricesService) {}
 
   @Put(':provider/:model')
   @RequireScope('admin')
@@ -73,7 +69,6 @@ export class PricesController {
   @RequireScope('read')
   @Documented({ summary: "List the project's price overrides", tag: 'prices', auth: 'read', response: z.object({ prices: z.array(priceResponse) }) })
   async list(@CurrentPrincipal() principal: Principal) {
-    const rows = await this.prisma.priceOverride.findMany({ where: { projectId: principal.projectId }, orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }] });
-    return { prices: rows.map(priceView) };
+    return { prices: (await this.prices.list(principal.projectId)).map(priceView) };
   }
 }

@@ -64,6 +64,11 @@ export class PricesService {
     private readonly clock: Clock,
   ) {}
 
+  /** The project's overrides, by provider, model and effectiveFrom. */
+  list(projectId: string): Promise<PriceRow[]> {
+    return this.prisma.priceOverride.findMany({ where: { projectId }, orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }] });
+  }
+
   async put(projectId: string, provider: string, model: string, body: PriceInput) {
     const now = this.clock.now();
     const p = normalizeProvider(provider);
