@@ -3,7 +3,8 @@
  * through real HTTP, for BENCH_LOAD_SECONDS (default 600): SDK producers recording step events,
  * guard checks at concurrency 64, and dashboard-like metric queries. Prints throughput, p50/p99
  * per route, the error rate, the service's RSS over the run (growth is what a leak looks like),
- * and whether the ledger balances at the end.
+ * and whether the ledger balances at the end; then the CPU per ingested event and per guard check
+ * (service and PostgreSQL, each measured alone: see cpuCost) and the cores they add up to.
  */
 import { TollgateClient, type FetchLike } from '@tollgate/sdk';
 import { readFileSync } from 'node:fs';
@@ -67,6 +68,105 @@ async function timedJson(base: string, method: string, path: string, key: string
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+/** CPU seconds (user + system) a process has used, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0; // gone
+  }
+}
+const CLOCK_TICKS = 100;
+const CPU_SECONDS = Number(process.env.BENCH_CPU_SECONDS ?? 15);
+
+/** CPU seconds of the PostgreSQL client backends serving the bench database (by their OS pids; autovacuum is not counted). */
+async function postgresCpu(pool: Pool): Promise<Map<number, number>> {
+  const { rows } = await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`);
+  return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
+}
+
+/** CPU of the service process and of its PostgreSQL backends while `work` runs (a backend that connected meanwhile counts from 0). */
+async function measureCpu(pid: number, pool: Pool, work: () => Promise<number>): Promise<{ ops: number; service: number; postgres: number; seconds: number }> {
+  const pgBefore = await postgresCpu(pool);
+  const svcBefore = cpuSeconds(pid);
+  const started = Date.now();
+  const ops = await work();
+  const service = cpuSeconds(pid) - svcBefore;
+  let postgres = 0;
+  for (const [p, cpu] of await postgresCpu(pool)) postgres += cpu - (pgBefore.get(p) ?? 0);
+  return { ops, service, postgres, seconds: (Date.now() - started) / 1000 };
+}
+
+/**
+ * CPU per ingested event and per guard check, each measured alone for BENCH_CPU_SECONDS on the
+ * same service (API + worker: an event's cost includes its projection, which the phase waits for)
+ * and its PostgreSQL backends; then the cores a deployment needs at 1k, 10k and 100k steps/s, a
+ * step being one guard check and one step event. (PostgreSQL's own background processes — WAL
+ * writer, checkpointer, autovacuum — are not counted: add headroom for them.)
+ */
+async function cpuCost(url: string, pid: number, pool: Pool): Promise<void> {
+  const project = await createBenchProject(url);
+  const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
+  // The guard reads the log for the partial hours at its windows' edges: a check costs more the
+  // more steps its scopes had in the current hour. The two phases use their own resources, the
+  // guard's with 200 steps each this hour (an agent's resource in steady use).
+  const ingestResources = RESOURCES.map((r) => `cpu-ingest-${r}`);
+  const guardResources = RESOURCES.map((r) => `cpu-guard-${r}`);
+  const ingestFor = async (ms: number, resources = ingestResources, maxEvents = Number.POSITIVE_INFINITY) => {
+    const stop = Date.now() + ms;
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, c) => {
+        for (let b = 0; Date.now() < stop && n < maxEvents; b++) {
+          const events = Array.from({ length: 100 }, (_, i) => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), traceId: `cpu-${c}-${b}`, resourceId: resources[(b + i) % resources.length], entityType: 'agent', entityName: `agent-${c}`, provider: 'openai', model: i % 3 ? 'gpt-4o-mini' : 'gpt-4o', usage: { inputTokens: 500 + i, outputTokens: 50 + i } }));
+          const res = await fetch(`${url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
+          if (res.status !== 200) throw new Error(`ingest: ${res.status}`);
+          n += ((await res.json()) as { accepted: number }).accepted;
+        }
+      }),
+    );
+    // Until the worker has projected them: that is part of what an event costs.
+    for (;;) {
+      const r = await fetch(`${url}/api/observability/metrics/aggregate`, { method: 'POST', headers, body: JSON.stringify({ name: TOTALS, aggregation: 'count' }) });
+      if (((await r.json()) as { lag: { events: number } }).lag.events === 0) break;
+      await sleep(100);
+    }
+    return n;
+  };
+  const checkFor = async (ms: number) => {
+    const stop = Date.now() + ms;
+    let n = 0;
+    const body = (k: number) => JSON.stringify({ context: { resourceId: guardResources[k % guardResources.length], runId: `cpu-guard-${k}` }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }, { scope: 'resource', window: '1h', maxCost: 1e6 }] });
+    await Promise.all(
+      Array.from({ length: GUARD_CONCURRENCY }, async (_, k) => {
+        while (Date.now() < stop) {
+          const res = await fetch(`${url}/v1/guard/check`, { method: 'POST', headers, body: body(k) });
+          if (res.status !== 200) throw new Error(`guard: ${res.status}`);
+          await res.arrayBuffer();
+          n++;
+        }
+      }),
+    );
+    return n;
+  };
+  await ingestFor(60_000, guardResources, 200 * guardResources.length); // the guard's resources' steps (and a warm-up)
+  await checkFor(2000);
+  const ingest = await measureCpu(pid, pool, () => ingestFor(CPU_SECONDS * 1000));
+  const guard = await measureCpu(pid, pool, () => checkFor(CPU_SECONDS * 1000));
+  const us = (cpu: number, ops: number) => (cpu / ops) * 1e6;
+  const per = {
+    ingest: { service: us(ingest.service, ingest.ops), postgres: us(ingest.postgres, ingest.ops) },
+    guard: { service: us(guard.service, guard.ops), postgres: us(guard.postgres, guard.ops) },
+  };
+  console.log(`\nCPU per operation (each alone for ${CPU_SECONDS} s; service = API + worker process, PostgreSQL = its backends):`);
+  console.log(`ingested event: service ${per.ingest.service.toFixed(0)} µs, PostgreSQL ${per.ingest.postgres.toFixed(0)} µs (${ingest.ops} events, ${(ingest.ops / ingest.seconds).toFixed(0)}/s)`);
+  console.log(`guard check:    service ${per.guard.service.toFixed(0)} µs, PostgreSQL ${per.guard.postgres.toFixed(0)} µs (${guard.ops} checks, ${(guard.ops / guard.seconds).toFixed(0)}/s; two 24h/1h resource limits, 200 steps on each resource this hour)`);
+  const step = { service: per.ingest.service + per.guard.service, postgres: per.ingest.postgres + per.guard.postgres };
+  console.log(`cores for N steps/s (one check + one event per step): service | PostgreSQL`);
+  for (const n of [1_000, 10_000, 100_000]) console.log(`  ${n.toLocaleString('en-US').padStart(7)} steps/s: ${((n * step.service) / 1e6).toFixed(1)} | ${((n * step.postgres) / 1e6).toFixed(1)}`);
 }
 
 async function main() {
@@ -180,6 +280,9 @@ async function main() {
     const balanced = acknowledged === stored && dropped === 0 && guardMismatches === 0 && metric.value === logSum && metric.lag.events === 0;
     console.log(`\nledger: acknowledged ${acknowledged} = stored ${stored}: ${acknowledged === stored}; guard usage = log sum on ${RESOURCES.length - guardMismatches}/${RESOURCES.length} resources; metric aggregate ${metric.value} = log sum ${logSum}: ${metric.value === logSum} (projection caught up ${Date.now() - catchUpStarted} ms after the load, lag ${metric.lag?.events})`);
     console.log(balanced ? 'ledger balances' : 'LEDGER DOES NOT BALANCE');
+
+    // --- CPU per operation -----------------------------------------------------------------------
+    await cpuCost(svc.url, pid, pool);
     if (!balanced) process.exitCode = 1;
   } finally {
     await pool.end();
