@@ -2,27 +2,27 @@ import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { CACHE_CHANNELS, NotifiedCache } from '@tollgate/database';
 import { Config } from './config';
 
+/** An API key as authentication reads it; null in the cache: no key of that id. */
+export type KeyRow = { project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null };
+
 /**
- * The hot paths' caches of rarely changing rows: API keys by id (every request authenticates) and
- * a project's guard settings (policies, unpriced policy, price overrides). Invalidated across
+ * The hot path's cache of API keys by id (every request authenticates). Invalidated across
  * replicas by LISTEN/NOTIFY (see NotifiedCache); a change is announced in its own transaction.
+ * A project's settings have their own cache, in the ledger (ProjectSettingsReader).
  */
 @Injectable()
 export class Caches implements OnModuleInit, OnModuleDestroy {
-  readonly keys: NotifiedCache<unknown>;
-  readonly projects: NotifiedCache<unknown>;
+  readonly keys: NotifiedCache<KeyRow | null>;
 
   constructor(config: Config) {
     this.keys = new NotifiedCache(config.values.DATABASE_URL, CACHE_CHANNELS.keys);
-    this.projects = new NotifiedCache(config.values.DATABASE_URL, CACHE_CHANNELS.projects);
   }
 
   onModuleInit(): void {
     this.keys.start();
-    this.projects.start();
   }
 
   async onModuleDestroy(): Promise<void> {
-    await Promise.all([this.keys.close(), this.projects.close()]);
+    await this.keys.close();
   }
 }

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { GuardCheckRequest, GuardFinding, Scope } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService, type Sql } from '@tollgate/database';
 import { alertsFired } from '@tollgate/observability/metrics';
-import { Caches, Clock } from '@tollgate/platform';
+import { Clock } from '@tollgate/platform';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
 import type { UsageTotals } from '../check-guard/guard-decision';
@@ -32,7 +33,7 @@ export class BudgetAlerts {
   constructor(
     private readonly prisma: PrismaService,
     private readonly clock: Clock,
-    private readonly caches: Caches,
+    private readonly settings: ProjectSettingsReader,
   ) {}
 
   /** Whether a commit of this project must decide alerts. */
@@ -165,6 +166,6 @@ export class BudgetAlerts {
    */
   private async announce(db: Sql, projectId: string) {
     await db.query(notifySql(CACHE_CHANNELS.projects), projectId);
-    this.caches.projects.evict(projectId);
+    this.settings.evict(projectId);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Policy, Scope } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
-import { Caches } from '@tollgate/platform';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { PolicyRow } from './policy-view';
 
 /**
@@ -12,7 +12,7 @@ import type { PolicyRow } from './policy-view';
 export class PoliciesService {
   constructor(
     private readonly prisma: PrismaService,
-    private readonly caches: Caches,
+    private readonly settings: ProjectSettingsReader,
   ) {}
 
   private announce(projectId: string) {
@@ -45,7 +45,7 @@ export class PoliciesService {
       }),
       this.announce(projectId),
     ]);
-    this.caches.projects.evict(projectId);
+    this.settings.evict(projectId);
     return row;
   }
 
@@ -57,7 +57,7 @@ export class PoliciesService {
   /** Deletes the policy `name`; false when the project has none of that name. */
   async remove(projectId: string, name: string): Promise<boolean> {
     const [{ count }] = await this.prisma.$transaction([this.prisma.policy.deleteMany({ where: { projectId, name } }), this.announce(projectId)]);
-    this.caches.projects.evict(projectId);
+    this.settings.evict(projectId);
     return count > 0;
   }
 }

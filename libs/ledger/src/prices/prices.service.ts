@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
-import { Caches, Clock, Config } from '@tollgate/platform';
+import { Clock, Config } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import { readProjectSettings } from '../project-settings/project-settings.sql';
 import { normalizeModel, normalizeProvider, type PriceOverrideRate } from '../pricing/price-step';
 import { earliestUnpricedStep, stepsPricedOtherwise } from '../reprice/step-costs.sql';
@@ -59,7 +60,7 @@ const sameRates = (a: PriceOverrideRate, b: PriceInput) =>
 export class PricesService {
   constructor(
     private readonly prisma: PrismaService,
-    private readonly caches: Caches,
+    private readonly settings: ProjectSettingsReader,
     private readonly config: Config,
     private readonly clock: Clock,
   ) {}
@@ -93,7 +94,7 @@ export class PricesService {
       }),
       this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId),
     ]);
-    this.caches.projects.evict(projectId);
+    this.settings.evict(projectId);
 
     // In force until the model's next override.
     const next = overrides.map((o) => o.effectiveFrom.getTime()).filter((t) => t > effectiveFrom.getTime()).sort((a, b) => a - b)[0];

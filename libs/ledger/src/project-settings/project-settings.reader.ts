@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
-import { PrismaService } from '@tollgate/database';
-import { Caches } from '@tollgate/platform';
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { CACHE_CHANNELS, NotifiedCache, PrismaService } from '@tollgate/database';
+import { Config } from '@tollgate/platform';
 import { readProjectSettings, type ProjectSettings } from './project-settings.sql';
 
 /**
@@ -9,13 +9,33 @@ import { readProjectSettings, type ProjectSettings } from './project-settings.sq
  * alike. Null when the project does not exist.
  */
 @Injectable()
-export class ProjectSettingsReader {
+export class ProjectSettingsReader implements OnModuleInit, OnModuleDestroy {
+  private readonly cache: NotifiedCache<ProjectSettings | null>;
+
   constructor(
     private readonly prisma: PrismaService,
-    private readonly caches: Caches,
-  ) {}
+    config: Config,
+  ) {
+    this.cache = new NotifiedCache(config.values.DATABASE_URL, CACHE_CHANNELS.projects);
+  }
 
-  async get(projectId: string): Promise<ProjectSettings | null> {
-    return (await this.caches.projects.get(projectId, () => readProjectSettings(this.prisma.sql, projectId))) as ProjectSettings | null;
+  onModuleInit(): void {
+    this.cache.start();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.cache.close();
+  }
+
+  get(projectId: string): Promise<ProjectSettings | null> {
+    return this.cache.get(projectId, () => readProjectSettings(this.prisma.sql, projectId));
+  }
+
+  /**
+   * Forgets this process's copy after a change; the change itself announces it to the other
+   * replicas (`notifySql(CACHE_CHANNELS.projects)` in the changing transaction).
+   */
+  evict(projectId: string): void {
+    this.cache.evict(projectId);
   }
 }

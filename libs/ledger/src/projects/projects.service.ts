@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CACHE_CHANNELS, notifySql, Prisma, PrismaService } from '@tollgate/database';
 import { AppError, Caches, Config, issueKey, type KeyScope } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
+import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettingsInput } from './projects.schemas';
 
 type ProjectRow = { id: string; name: string; unpricedPolicy: string; unpricedFallback: unknown; costUnit: string; exchangeRates: unknown; maxEventAgeDays: number | null; createdAt: Date };
@@ -24,6 +25,7 @@ export class ProjectsService {
     private readonly prisma: PrismaService,
     private readonly caches: Caches,
     private readonly config: Config,
+    private readonly settings: ProjectSettingsReader,
   ) {}
 
   async createProject(input: { name: string; unpricedPolicy: ProjectSettingsInput['unpricedPolicy']; id?: string }) {
@@ -55,7 +57,7 @@ export class ProjectsService {
       ...(input.maxEventAgeDays !== undefined ? { maxEventAgeDays: input.maxEventAgeDays } : {}),
     };
     const [p] = await this.prisma.$transaction([this.prisma.project.update({ where: { id: projectId }, data }), this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId)]);
-    this.caches.projects.evict(projectId);
+    this.settings.evict(projectId);
     return projectView(p);
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
 import type { FastifyRequest } from 'fastify';
-import { Caches } from '../caches';
+import { Caches, type KeyRow } from '../caches';
 import { AppError } from '../errors/app-error';
 import { parseKey, secretMatches, type KeyScope } from './api-key';
 import { AuthFailureThrottle } from './auth-failure-throttle';
@@ -27,8 +27,6 @@ export function tooManyFailures(waitMs: number): AppError {
   return new AppError('rate_limited', 'Too many failed authentication attempts; retry after the Retry-After header', 'authorization', Math.max(1, Math.ceil(waitMs / 1000)));
 }
 
-type KeyRow = { project_id: string; secret_hash: string; scopes: string[]; revoked_at: Date | null };
-
 /**
  * Who a request's project key is. The key row is read through the key cache (invalidated on every
  * replica when a key changes), so a revoked key stops working at once. The key is checked before
@@ -50,10 +48,10 @@ export class ApiKeyAuth {
     if (!token) throw new AppError('unauthorized', 'Missing Authorization: Bearer <key> header', 'authorization');
     const parsed = parseKey(token);
     const row = parsed
-      ? ((await this.caches.keys.get(parsed.id, async () => {
+      ? await this.caches.keys.get(parsed.id, async () => {
           const [found] = await this.prisma.sql.query<KeyRow>('SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1', parsed.id);
           return found ?? null;
-        })) as KeyRow | null)
+        })
       : null;
     if (!parsed || !row || row.revoked_at || !secretMatches(parsed.secret, row.secret_hash)) {
       // An unknown id is counted against the address only: there is no key of that id to protect.
