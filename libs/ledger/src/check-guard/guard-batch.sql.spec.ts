@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { systemEventId, type SystemEvent } from '../events';
-import { commitGuardOutcome, existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, scopeLockId, writeGuardOutcome } from './guard-batch.sql';
+import { existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, scopeLockId, writeGuardOutcome } from './guard-batch.sql';
 import type { NewReservation } from './guard-decision';
 
 describe('guard batch statements (real PostgreSQL)', () => {
@@ -91,19 +91,6 @@ describe('guard batch statements (real PostgreSQL)', () => {
     expect(events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
 
     expect(await readExistingReservations(prisma.sql, project, ['step-1', 'step-9'])).toEqual(new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]));
-  });
-
-  it('commitGuardOutcome writes and commits in one round trip, its values as safe literals', async () => {
-    const project = `p-${randomUUID()}`;
-    const r = reservation("it's-a-step\\'; DROP TABLE events; --");
-    const made = await inTransaction(prisma.pool, (tx) => commitGuardOutcome(tx, project, [r], [reserved(r)]), 5000);
-    expect(made).toEqual(new Set([r.id]));
-    const [row] = await prisma.sql.query<{ step_id: string; n: string }>(
-      `SELECT step_id, (SELECT count(*) FROM events WHERE project_id = $1 AND reservation_id = $2)::text AS n FROM reservations WHERE project_id = $1`,
-      project,
-      r.id,
-    );
-    expect(row).toEqual({ step_id: r.stepId, n: '1' });
   });
 
   it('readEstimateRatios reads one model’s histogram of one project', async () => {

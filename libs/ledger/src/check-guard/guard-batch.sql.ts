@@ -1,4 +1,4 @@
-import { inlineParams, sqlLiteral, type Sql, type TxSql } from '@tollgate/database';
+import { sqlLiteral, type Sql } from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import { eventRecord } from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
@@ -62,16 +62,6 @@ export async function readExistingReservations(tx: Sql, projectId: string, stepI
 export async function writeGuardOutcome(tx: Sql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
   if (!reservations.length && !events.length) return new Set();
   const rows = await tx.query<{ id: string }>(OUTCOME_SQL, ...outcomeParams(projectId, reservations, events));
-  return new Set(rows.map((r) => r.id));
-}
-
-/**
- * {@link writeGuardOutcome}, sent with COMMIT in one round trip (its values as literals): the
- * reservations are durable when this returns, and the transaction is over.
- */
-export async function commitGuardOutcome(tx: TxSql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
-  if (!reservations.length && !events.length) return new Set();
-  const rows = await tx.commitWith<{ id: string }>(inlineParams(OUTCOME_SQL, outcomeParams(projectId, reservations, events)));
   return new Set(rows.map((r) => r.id));
 }
 
