@@ -1,3 +1,4 @@
+import { RUN_ID, SCOPE_TABLE, WINDOWED_SCOPES } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 
 /** Which step events to list; every field narrows (AND). Times are inclusive, as the metric routes count them. */
@@ -84,7 +85,13 @@ export interface RunGuardEvent {
   reservation?: { id: string; cost: number | null; costUnit: string | null; inputTokens: number; outputTokens: number; scopeKeys: string[]; expiresAt: string };
 }
 
-const SCOPE_COLUMNS = { traceId: 'trace_id', runId: 'run_id', spanId: 'span_id', threadId: 'thread_id', resourceId: 'resource_id', userId: 'user_id', organizationId: 'organization_id', sessionId: 'session_id' } as const;
+// A step's ids, field → column: the trace, run and span, then the windowed scopes' ids (the scope table's).
+const SCOPE_COLUMNS: Record<string, string> = {
+  [SCOPE_TABLE.run.field]: SCOPE_TABLE.run.column,
+  [RUN_ID.field]: RUN_ID.column,
+  spanId: 'span_id',
+  ...Object.fromEntries(WINDOWED_SCOPES.map((s) => [SCOPE_TABLE[s].field, SCOPE_TABLE[s].column])),
+};
 
 /**
  * A step with its current cost and its reservation. The cost is the step's own unless a reprice
