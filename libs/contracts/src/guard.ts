@@ -5,6 +5,15 @@ import { idSchema, shortText } from './step-event';
 // The scopes are defined with their context fields and columns (scopes.ts); the SDK imports them from here.
 export { SCOPES, type Scope };
 
+/** `<scope>:<id>` (a query's scopeKey), its id checked as a context id: the routes look it up as one. */
+export const scopeKeySchema = z
+  .string({ error: 'must look like resource:<id>' })
+  .regex(new RegExp(`^(${SCOPES.join('|')}):.+$`, 's'), 'must look like resource:<id>')
+  .superRefine((key, ctx) => {
+    const id = idSchema.safeParse(key.slice(key.indexOf(':') + 1));
+    if (!id.success) ctx.addIssue({ code: 'custom', message: `id (after the colon) ${id.error.issues[0].message}` });
+  });
+
 export const WINDOWS = ['1h', '6h', '24h', '7d', '30d', '365d'] as const;
 export type Window = (typeof WINDOWS)[number];
 

@@ -1,4 +1,4 @@
-import { DEFAULT_ALERT_HYSTERESIS, WINDOW_MS, type GuardContext, type GuardLimit, type LimitType, type Scope, type Window } from '@tollgate/contracts';
+import { DEFAULT_ALERT_HYSTERESIS, SCOPE_TABLE, WINDOW_MS, type GuardContext, type GuardLimit, type LimitType, type Scope, type Window } from '@tollgate/contracts';
 import { scopeIdOf } from '../check-guard/effective-limits';
 import { createHash } from 'node:crypto';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
@@ -212,8 +212,7 @@ const shown = (s: Pick<AlertState, 'limitType'>, v: number) => (s.limitType === 
 export function alertScopes(scopeKey: string) {
   const scope = SCOPE_OF(scopeKey);
   const id = scopeKey.slice(scope.length + 1);
-  const field = ({ run: 'traceId', thread: 'threadId', resource: 'resourceId', user: 'userId', organization: 'organizationId', session: 'sessionId' } as const)[scope];
-  return { [field]: id };
+  return { [SCOPE_TABLE[scope].field]: id };
 }
 
 function thresholdEvent(s: AlertState, usage: number, stepEventId: string | null, now: Date): BudgetThresholdCrossed {

@@ -1,19 +1,12 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
-import { idSchema } from '@tollgate/contracts';
+import { scopeKeySchema } from '@tollgate/contracts';
 import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { readAlerts } from './read-alerts.sql';
 
 const alertsQuery = z.strictObject({
-  scopeKey: z
-    .string({ error: 'must look like resource:<id>' })
-    .regex(/^(run|thread|resource|user|organization|session):.+$/s, 'must look like resource:<id>')
-    .superRefine((key, ctx) => {
-      const id = idSchema.safeParse(key.slice(key.indexOf(':') + 1));
-      if (!id.success) ctx.addIssue({ code: 'custom', message: `id (after the colon) ${id.error.issues[0].message}` });
-    })
-    .optional(),
+  scopeKey: scopeKeySchema.optional(),
   limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
 });
 

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { guardCheckRequestSchema, idSchema, SCOPE_TABLE, SCOPES, type GuardCheckRequest, type Scope } from '@tollgate/contracts';
+import { guardCheckRequestSchema, idSchema, SCOPE_TABLE, scopeKeySchema, type GuardCheckRequest, type Scope } from '@tollgate/contracts';
 import { PrismaService } from '@tollgate/database';
 import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
@@ -11,21 +11,12 @@ import { readExceededReservations } from '../reservations/exceeded.sql';
 import { CheckGuard } from './check-guard.command';
 import { readGuardDecisions } from './guard-decisions.sql';
 
-// `<scope>:<id>`, its id checked as a context id: the routes look it up as one.
-const scopeKey = z
-  .string({ error: 'must look like resource:<id>' })
-  .regex(new RegExp(`^(${SCOPES.join('|')}):.+$`, 's'), 'must look like resource:<id>')
-  .superRefine((key, ctx) => {
-    const id = idSchema.safeParse(key.slice(key.indexOf(':') + 1));
-    if (!id.success) ctx.addIssue({ code: 'custom', message: `id (after the colon) ${id.error.issues[0].message}` });
-  });
-
 const decisionsQuery = z.strictObject({
-  scopeKey: scopeKey.optional(),
+  scopeKey: scopeKeySchema.optional(),
   limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
 });
 
-const usageQuery = z.strictObject({ scopeKey });
+const usageQuery = z.strictObject({ scopeKey: scopeKeySchema });
 
 @Controller('v1/guard')
 @UseGuards(AuthGuard)
