@@ -9,3 +9,13 @@ export const EVENT_COLUMNS = [
 ] as const;
 
 export const EVENT_SELECT = `tx::text AS tx, ${EVENT_COLUMNS.join(', ')}`;
+
+/**
+ * The condition a query over steps by time states to use the (project, time) index of steps
+ * (`events_project_steps_idx`, migration 20261201161000): always true, and part of the index's
+ * predicate, because PostgreSQL uses a partial index only for a query that implies its predicate.
+ * The guard's reads of a scope never state it, so they always go through their scope's own
+ * index: with statistics from when a project had one resource, a generic plan otherwise walked
+ * every other resource's steps of the hour (read-scope-usage.plan.int.spec.ts).
+ */
+export const onStepsByTime = (alias: string) => `${alias}.position > 0`;

@@ -1,5 +1,5 @@
 import { RUN_ID, SCOPE_TABLE, WINDOWED_SCOPES } from '@tollgate/contracts';
-import type { Sql } from '@tollgate/database';
+import { onStepsByTime, type Sql } from '@tollgate/database';
 
 /** Which step events to list; every field narrows (AND). Times are inclusive, as the metric routes count them. */
 export interface StepFilter {
@@ -148,7 +148,7 @@ class Params {
 }
 
 function whereOf(projectId: string, f: StepFilter, p: Params): string[] {
-  const where = [`e.project_id = ${p.add(projectId)}`, `e.type = 'StepUsageRecorded'`];
+  const where = [`e.project_id = ${p.add(projectId)}`, `e.type = 'StepUsageRecorded'`, onStepsByTime('e')];
   if (f.from) where.push(`e.occurred_at >= ${p.add(f.from)}`);
   if (f.to) where.push(`e.occurred_at <= ${p.add(f.to)}`);
   for (const [field, col] of FILTER_COLUMNS) if (f[field] !== undefined) where.push(`e.${col} = ${p.add(f[field])}`);

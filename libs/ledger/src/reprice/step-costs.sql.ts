@@ -1,4 +1,4 @@
-import type { Sql } from '@tollgate/database';
+import { onStepsByTime, type Sql } from '@tollgate/database';
 
 /**
  * `normalizeProvider` (pricing/price-step.ts) as SQL over a column: lower case, up to the first
@@ -67,7 +67,7 @@ export interface StepWithCost {
 }
 
 const FILTERS = (p: number) =>
-  `s.project_id = $1 AND s.type = 'StepUsageRecorded' AND s.occurred_at >= $2 AND s.occurred_at < $3
+  `s.project_id = $1 AND s.type = 'StepUsageRecorded' AND ${onStepsByTime('s')} AND s.occurred_at >= $2 AND s.occurred_at < $3
    AND ($${p}::text IS NULL OR ${normalizedProviderSql('s.provider')} = $${p}::text)
    AND ($${p + 1}::text IS NULL OR ${normalizedModelSql('s.provider', 's.model')} = $${p + 1}::text)`;
 

@@ -1,3 +1,4 @@
+import { onStepsByTime } from '@tollgate/database';
 import { METRIC_BY_ID, METRIC_EVENT_TYPE } from '../metric-names';
 import { REPRICED_EVENT_TYPE } from '../projection/rollup-batch';
 import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
@@ -170,7 +171,7 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params, cor
   const types = corrections ? `e.type IN ('${METRIC_EVENT_TYPE}', '${REPRICED_EVENT_TYPE}')` : isStep;
   return `SELECT ${cols.join(', ')}
     FROM ${source} e ${weights(corrections)} ${unpivot(q.metricIds)}
-   WHERE e.project_id = ${p.add(q.projectId)} AND ${types}
+   WHERE e.project_id = ${p.add(q.projectId)} AND ${types} AND ${onStepsByTime('e')}
      AND m.value IS NOT NULL AND (m.always OR m.value > 0) AND ${timeSql}
      ${filterSql(q, 'raw', p).map((w) => `AND ${w}`).join(' ')}`;
 }
