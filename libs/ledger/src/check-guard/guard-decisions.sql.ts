@@ -16,7 +16,12 @@ const CONTEXT_COLUMNS = [...SCOPES.map((s) => SCOPE_TABLE[s].column), 'entity_na
 const CONTEXT_FIELDS = [...SCOPES.map((s) => SCOPE_TABLE[s].field), 'entityName'];
 
 /** The newest `GuardDecided` events of a project, optionally of one scope (the run: its trace id). */
-export async function readGuardDecisions(db: Sql, projectId: string, scope: { scope: Scope; id: string } | undefined, limit: number): Promise<GuardDecisionView[]> {
+export async function readGuardDecisions(
+  db: Sql,
+  projectId: string,
+  scope: { scope: Scope; id: string } | undefined,
+  limit: number,
+): Promise<GuardDecisionView[]> {
   const params: unknown[] = [projectId, limit];
   let filter = '';
   if (scope) {

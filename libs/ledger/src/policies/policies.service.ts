@@ -51,12 +51,18 @@ export class PoliciesService {
 
   /** The project's policies by name, or only those on one scope. */
   list(projectId: string, scope?: Scope): Promise<PolicyRow[]> {
-    return this.prisma.policy.findMany({ where: { projectId, ...(scope === undefined ? {} : { scope }) }, orderBy: { name: 'asc' } });
+    return this.prisma.policy.findMany({
+      where: { projectId, ...(scope === undefined ? {} : { scope }) },
+      orderBy: { name: 'asc' },
+    });
   }
 
   /** Deletes the policy `name`; false when the project has none of that name. */
   async remove(projectId: string, name: string): Promise<boolean> {
-    const [{ count }] = await this.prisma.$transaction([this.prisma.policy.deleteMany({ where: { projectId, name } }), this.announce(projectId)]);
+    const [{ count }] = await this.prisma.$transaction([
+      this.prisma.policy.deleteMany({ where: { projectId, name } }),
+      this.announce(projectId),
+    ]);
     this.settings.evict(projectId);
     return count > 0;
   }

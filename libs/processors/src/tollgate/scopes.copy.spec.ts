@@ -8,6 +8,10 @@ describe('scopes.ts', () => {
   it('is a byte-for-byte copy of libs/contracts/src/scopes.ts', () => {
     const source = readFileSync(join(__dirname, '../../../contracts/src/scopes.ts'), 'utf8');
     const copy = readFileSync(join(__dirname, 'scopes.ts'), 'utf8');
-    expect(copy === source ? 'identical' : 'differs: run cp libs/contracts/src/scopes.ts libs/processors/src/tollgate/scopes.ts').toBe('identical');
+    expect(
+      copy === source
+        ? 'identical'
+        : 'differs: run cp libs/contracts/src/scopes.ts libs/processors/src/tollgate/scopes.ts',
+    ).toBe('identical');
   });
 });
