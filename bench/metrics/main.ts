@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { applyMigrations, ensureDatabase, migrationsDir, PrismaService } from '@tollgate/database';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { Client } from 'pg';
-import { buildQuery, rollupLevels } from '../../libs/metrics/src/query/metric-query';
-import { aggregateRecords } from '../../libs/metrics/src/query/metric-query.sql';
+import { buildQuery, rollupLevels } from '../../libs/usage-metrics/src/query/metric-query';
+import { aggregateRecords } from '../../libs/usage-metrics/src/query/metric-query.sql';
 import { createBenchProject, median, startServiceProcess } from '../support/harness';
 
 /**

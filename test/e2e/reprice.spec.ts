@@ -1,5 +1,5 @@
 import { EVENT_SELECT } from '@tollgate/database';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { randomUUID } from 'node:crypto';
 import { COMMANDS } from '../../apps/cli/src/commands';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';

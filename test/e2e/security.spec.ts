@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import { join } from 'node:path';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { hashSecret, parseKey } from '@tollgate/platform';
 import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';

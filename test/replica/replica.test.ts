@@ -1,5 +1,5 @@
 import { applyMigrations, ensureDatabase, migrationsDir } from '@tollgate/database';
-import { MetricsProjector, MetricsReadDb } from '@tollgate/metrics';
+import { MetricsProjector, MetricsReadDb } from '@tollgate/usage-metrics';
 import { randomBytes } from 'node:crypto';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';

@@ -16,7 +16,7 @@ import {
   repriceSchema,
   type RepriceSummary,
 } from '@tollgate/ledger';
-import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/metrics';
+import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/usage-metrics';
 import { KEY_SCOPES, type KeyScope, type Principal } from '@tollgate/platform';
 import { CommandBus } from '@nestjs/cqrs';
 import { readFileSync } from 'node:fs';

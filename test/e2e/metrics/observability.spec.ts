@@ -1,5 +1,5 @@
 import { EVENT_SELECT } from '@tollgate/database';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { call, createProject, type TestProject } from '../../support/http';
 import { startService, type RunningService } from '../../support/service';
 import { expectClose, recordsOf, refAggregate, refBreakdown, refPercentiles, refTimeSeries, type RefRecord } from './reference';

@@ -1,4 +1,4 @@
-import { MetricsReadDb } from '@tollgate/metrics';
+import { MetricsReadDb } from '@tollgate/usage-metrics';
 import { TEST_DATABASE_URL } from '../../support/env';
 import { call, createProject, stepEvent } from '../../support/http';
 import { startService, type RunningService } from '../../support/service';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { call, createProject, stepEvent, type TestProject } from '../../support/http';
 import { startService, type RunningService } from '../../support/service';
 

@@ -1,7 +1,7 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { EventPartitions, EventRetention, PrismaService, type RetentionResult } from '@tollgate/database';
-import { ROLLUP_PROJECTION } from '@tollgate/metrics';
+import { ROLLUP_PROJECTION } from '@tollgate/usage-metrics';
 import { Config, JobHandlers, type JobPayload } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';

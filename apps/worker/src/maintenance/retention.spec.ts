@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventPartitions, listEventPartitions, PrismaService } from '@tollgate/database';
-import { MetricsProjector } from '@tollgate/metrics';
+import { MetricsProjector } from '@tollgate/usage-metrics';
 import { Config, ConfigError, JobHandlers, loadConfig } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';

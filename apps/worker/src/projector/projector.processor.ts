@@ -1,6 +1,6 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
-import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/metrics';
+import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/usage-metrics';
 import { addJob, JobHandlers } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';

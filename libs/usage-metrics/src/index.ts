@@ -1,5 +1,5 @@
 /**
- * @tollgate/metrics — Mastra-compatible metric queries over rollup projections of the event log.
+ * @tollgate/usage-metrics — Mastra-compatible metric queries over rollup projections of the event log.
  *
  * Shapes: see mastra-contract.ts. Projection: MetricsProjector (worker job `projections` /
  * `rollups.catch-up`, woken by ingest and every few seconds by a scheduler).
