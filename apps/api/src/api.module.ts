@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ExportersHttpModule } from '@tollgate/exporters';
 import { LedgerHttpModule } from '@tollgate/ledger';
-import { ObservabilityHttpModule } from '@tollgate/observability';
+import { ObservabilityHttpModule } from '@tollgate/telemetry';
 import { MetricsHttpModule } from '@tollgate/usage-metrics';
 import { HealthController } from '@tollgate/platform';
 import { DashboardController } from './dashboard.controller';

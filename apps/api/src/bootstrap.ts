@@ -2,7 +2,7 @@ import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PrismaService } from '@tollgate/database';
-import { ingestShed } from '@tollgate/observability';
+import { ingestShed } from '@tollgate/telemetry';
 import { ApiKeyAuth, createLogger, HttpExceptionFilter, IngestAdmission, PlatformModule, redactUrl, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiFeaturesModule } from './api.module';

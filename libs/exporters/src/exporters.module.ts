@@ -1,6 +1,6 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
-import { deadLetterBatches, deadLetterEvents, exporterLagEvents, exporterLagSeconds, exporterPaused, ObservabilityModule, ScrapeHooks } from '@tollgate/observability';
+import { deadLetterBatches, deadLetterEvents, exporterLagEvents, exporterLagSeconds, exporterPaused, ObservabilityModule, ScrapeHooks } from '@tollgate/telemetry';
 import { ExportersController } from './config/exporters.controller';
 import { ExportersService } from './config/exporters.service';
 import { Destinations } from './destination/destinations';

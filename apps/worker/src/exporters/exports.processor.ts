@@ -2,7 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
 import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/exporters';
-import { queueFailures } from '@tollgate/observability';
+import { queueFailures } from '@tollgate/telemetry';
 import { Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/platform';
 import { Worker, type Job, type Queue } from 'bullmq';
 import { Cluster } from 'ioredis';

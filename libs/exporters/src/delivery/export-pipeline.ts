@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { checkpointAfter, PrismaService, readEventsAfter } from '@tollgate/database';
-import { exporterBatches, exporterBatchLatency, exporterEvents } from '@tollgate/observability';
+import { exporterBatches, exporterBatchLatency, exporterEvents } from '@tollgate/telemetry';
 import { Config } from '@tollgate/platform';
 import { UnrecoverableError } from 'bullmq';
 import { randomBytes } from 'node:crypto';

@@ -9,7 +9,7 @@ import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-s
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
 import { readReservationContexts } from '../reservations/release-reservation.sql';
 import { scopeKeysOf } from '../check-guard/effective-limits';
-import { reservationsExceeded, zeroCostSteps } from '@tollgate/observability/metrics';
+import { reservationsExceeded, zeroCostSteps } from '@tollgate/telemetry/metrics';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { stepContributions } from '../budget-alerts/step-contributions';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { GuardCheckRequest, GuardFinding, Scope } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService, type Sql } from '@tollgate/database';
-import { alertsFired } from '@tollgate/observability/metrics';
+import { alertsFired } from '@tollgate/telemetry/metrics';
 import { Clock } from '@tollgate/platform';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';

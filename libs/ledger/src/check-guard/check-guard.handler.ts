@@ -3,7 +3,7 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
-import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/observability/metrics';
+import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/telemetry/metrics';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
