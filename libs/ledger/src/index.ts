@@ -1,14 +1,11 @@
 export { LedgerModule, LedgerHttpModule } from './ledger.module';
-export { AppendEvents } from './append-events/append-events.command';
 export { StepsRepriced } from './events';
-export type { StepCost, StepRepriced } from './events';
-export { priceStep, normalizeProvider, normalizeModel, overrideAt } from './pricing/price-step';
-export type { PricedCost, PriceOverrideRate } from './pricing/price-step';
+export type { StepRepriced } from './events';
+export { priceStep } from './pricing/price-step';
 export { ProjectsService } from './projects/projects.service';
 export { CheckGuard } from './check-guard/check-guard.command';
 export { ReservationsService } from './reservations/reservations.service';
-export { Repricer, REPRICE_BATCH_SIZE } from './reprice/repricer';
-export type { RepriceRequest, RepriceOptions } from './reprice/repricer';
+export { Repricer } from './reprice/repricer';
 export type { RepriceSummary } from './reprice/reprice-decision';
 export { repriceSchema } from './reprice/reprice.schemas';
 // The CLI drives the same handlers and validation as the HTTP routes.
