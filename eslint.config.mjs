@@ -4,7 +4,19 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'generated/**', 'node_modules/**', '**/dist/**', 'libs/sdk/scripts/**', '**/*.js', '**/*.mjs', '**/*.cjs', 'prisma.config.ts'] },
+  {
+    ignores: [
+      'dist/**',
+      'generated/**',
+      'node_modules/**',
+      '**/dist/**',
+      'libs/sdk/scripts/**',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+      'prisma.config.ts',
+    ],
+  },
   {
     files: ['**/*.ts'],
     languageOptions: {

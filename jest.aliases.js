@@ -4,5 +4,8 @@ const { compilerOptions } = require('./tsconfig.paths.json');
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 module.exports = Object.fromEntries(
-  Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${escape(alias)}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
+  Object.entries(compilerOptions.paths).map(([alias, [target]]) => [
+    `^${escape(alias)}$`,
+    `<rootDir>/${target.replace(/^\.\//, '')}`,
+  ]),
 );

@@ -1,6 +1,16 @@
 /** One jest run for the whole repository: pure specs beside the code, integration specs against
  * the real PostgreSQL and Redis, end-to-end specs in test/ against a running service. */
-const swc = ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true }, target: 'es2022', keepClassNames: true } }];
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+  },
+];
 
 const service = {
   displayName: 'service',
@@ -9,7 +19,13 @@ const service = {
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: require('./jest.aliases.js'),
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/dist/', '<rootDir>/libs/processors/', '<rootDir>/test/faults/', '<rootDir>/test/bad-input/'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '/dist/',
+    '<rootDir>/libs/processors/',
+    '<rootDir>/test/faults/',
+    '<rootDir>/test/bad-input/',
+  ],
 };
 
 module.exports = {

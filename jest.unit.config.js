@@ -11,11 +11,15 @@ const [service, processors] = root.projects;
 
 /** Specs beside the code that need PostgreSQL or Redis but predate the naming rule: renamed to *.int.spec.ts
  * in one mechanical pass (CONTRIBUTING.md), after which this list is empty. */
-const LEGACY_INTEGRATION = [
-  'apps/worker/src/maintenance/retention.spec.ts',
-];
+const LEGACY_INTEGRATION = ['apps/worker/src/maintenance/retention.spec.ts'];
 
-const notUnit = ['/node_modules/', '/dist/', '\\.sql\\.spec\\.ts$', '\\.int\\.spec\\.ts$', ...LEGACY_INTEGRATION.map((p) => `<rootDir>/${p}`)];
+const notUnit = [
+  '/node_modules/',
+  '/dist/',
+  '\\.sql\\.spec\\.ts$',
+  '\\.int\\.spec\\.ts$',
+  ...LEGACY_INTEGRATION.map((p) => `<rootDir>/${p}`),
+];
 const unit = (project, displayName, testMatch, ignore = []) => ({
   ...project,
   displayName,
@@ -27,7 +31,17 @@ const unit = (project, displayName, testMatch, ignore = []) => ({
 
 module.exports = {
   projects: [
-    unit(service, 'unit', ['<rootDir>/libs/*/src/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'], ['<rootDir>/libs/processors/']),
-    unit(processors, 'processors-unit', ['<rootDir>/libs/processors/**/*.spec.ts'], ['<rootDir>/libs/processors/test/e2e/']),
+    unit(
+      service,
+      'unit',
+      ['<rootDir>/libs/*/src/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'],
+      ['<rootDir>/libs/processors/'],
+    ),
+    unit(
+      processors,
+      'processors-unit',
+      ['<rootDir>/libs/processors/**/*.spec.ts'],
+      ['<rootDir>/libs/processors/test/e2e/'],
+    ),
   ],
 };

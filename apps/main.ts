@@ -12,7 +12,11 @@ async function main() {
   const { applied } = await applyMigrations(config.DATABASE_URL, migrationsDir());
   const app = await createApiApp(config, [WorkerFeaturesModule]);
   await app.listen(config.PORT, config.HOST);
-  new Logger('tollgate').log({ msg: 'tollgate started (API and worker)', ...whereThingsAre(config, app.getHttpServer().address() as { port: number }), migrationsApplied: applied });
+  new Logger('tollgate').log({
+    msg: 'tollgate started (API and worker)',
+    ...whereThingsAre(config, app.getHttpServer().address() as { port: number }),
+    migrationsApplied: applied,
+  });
 }
 
 let config: AppConfig | undefined;

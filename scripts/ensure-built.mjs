@@ -43,7 +43,10 @@ function walk(dir, files) {
   }
 }
 
-const hashOf = (rel) => createHash('sha1').update(readFileSync(join(ROOT, rel))).digest('hex');
+const hashOf = (rel) =>
+  createHash('sha1')
+    .update(readFileSync(join(ROOT, rel)))
+    .digest('hex');
 
 function fingerprint() {
   const files = [];
@@ -73,7 +76,10 @@ const schemaHash = hashOf(SCHEMA);
 const needsGenerate = !existsSync(join(ROOT, 'generated', 'prisma')) || stamp?.schema !== schemaHash;
 if (needsGenerate) {
   if (!quiet) process.stderr.write('building… (prisma generate)\n');
-  const r = spawnSync(join(ROOT, 'node_modules', '.bin', 'prisma'), ['generate'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const r = spawnSync(join(ROOT, 'node_modules', '.bin', 'prisma'), ['generate'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (r.status !== 0) process.exit(r.status || 1);
 }
 const sources = fingerprint();
@@ -83,7 +89,10 @@ const removed = Object.keys(before).filter((f) => !(f in sources));
 if (existsSync(ENTRY) && stamp && !changed.length && !removed.length) process.exit(0);
 
 if (!quiet) {
-  const what = !stamp || !existsSync(ENTRY) ? 'no current build' : `${changed.length + removed.length} file${changed.length + removed.length === 1 ? '' : 's'} changed since the last build`;
+  const what =
+    !stamp || !existsSync(ENTRY)
+      ? 'no current build'
+      : `${changed.length + removed.length} file${changed.length + removed.length === 1 ? '' : 's'} changed since the last build`;
   process.stderr.write(`building… (${what}${outArg >= 0 ? `, into ${relative(ROOT, OUT) || OUT}` : ''})\n`);
 }
 mkdirSync(OUT, { recursive: true });
@@ -91,10 +100,20 @@ const outFlags = outArg >= 0 ? ['--outDir', OUT] : [];
 // Only the changed files and their direct importers are checked again (a full check is
 // `npm run typecheck`); tsc writes its output even on a type error, so the aliases are always
 // rewritten — dist/ is never left with unresolvable `@tollgate/…` imports.
-const typeErrors = run('tsc', ['-p', 'tsconfig.build.json', '--incremental', '--assumeChangesOnlyAffectDirectDependencies', '--tsBuildInfoFile', join(OUT, '.tsbuildinfo'), ...outFlags]);
+const typeErrors = run('tsc', [
+  '-p',
+  'tsconfig.build.json',
+  '--incremental',
+  '--assumeChangesOnlyAffectDirectDependencies',
+  '--tsBuildInfoFile',
+  join(OUT, '.tsbuildinfo'),
+  ...outFlags,
+]);
 const aliasError = run('tsc-alias', ['-p', 'tsconfig.build.json', ...outFlags]);
 if (typeErrors || aliasError) {
-  process.stderr.write(`build failed: ${typeErrors ?? aliasError} (fix the errors above; the next start builds again)\n`);
+  process.stderr.write(
+    `build failed: ${typeErrors ?? aliasError} (fix the errors above; the next start builds again)\n`,
+  );
   process.exit(1);
 }
 writeFileSync(STAMP, JSON.stringify({ schema: schemaHash, sources }) + '\n');

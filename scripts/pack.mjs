@@ -16,12 +16,25 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 mkdirSync(OUT, { recursive: true });
 
 const steps = [
-  { dir: 'libs/sdk', build: () => execFileSync(process.execPath, [join(ROOT, 'libs/sdk/scripts/build.mjs')], { stdio: 'inherit' }) },
-  { dir: 'libs/processors', build: () => execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'libs/processors/tsconfig.json')], { stdio: 'inherit' }) },
+  {
+    dir: 'libs/sdk',
+    build: () => execFileSync(process.execPath, [join(ROOT, 'libs/sdk/scripts/build.mjs')], { stdio: 'inherit' }),
+  },
+  {
+    dir: 'libs/processors',
+    build: () =>
+      execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'libs/processors/tsconfig.json')], { stdio: 'inherit' }),
+  },
 ];
 for (const step of steps) {
   process.stderr.write(`building ${step.dir}…\n`);
   step.build();
-  const [packed] = JSON.parse(execFileSync(npm, ['pack', '--json', '--pack-destination', OUT], { cwd: join(ROOT, step.dir), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
+  const [packed] = JSON.parse(
+    execFileSync(npm, ['pack', '--json', '--pack-destination', OUT], {
+      cwd: join(ROOT, step.dir),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   process.stdout.write(`${relative(process.cwd(), join(OUT, packed.filename)) || packed.filename}\n`);
 }

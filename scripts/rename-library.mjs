@@ -43,4 +43,6 @@ for (const file of git('ls-files').split('\n').filter(Boolean)) {
 }
 console.log(`libs/${from} → libs/${to}; references rewritten in ${changed.length} files:`);
 for (const f of changed) console.log(`  ${f}`);
-console.log('next: npm run typecheck && npm run typecheck:processors && npm run lint && npm run test:unit, then commit');
+console.log(
+  'next: npm run typecheck && npm run typecheck:processors && npm run lint && npm run test:unit, then commit',
+);

@@ -10,7 +10,27 @@ import { readdirSync, readFileSync } from 'node:fs';
 const SKIP = new Set(['sdk', 'processors']);
 const mentions = (name) => {
   try {
-    return execFileSync('git', ['grep', '--untracked', '-l', '-w', '-e', name, '--', 'apps', 'libs', 'test', 'bench', 'scripts', '*.ts', '*.js', '*.mjs'], { encoding: 'utf8' })
+    return execFileSync(
+      'git',
+      [
+        'grep',
+        '--untracked',
+        '-l',
+        '-w',
+        '-e',
+        name,
+        '--',
+        'apps',
+        'libs',
+        'test',
+        'bench',
+        'scripts',
+        '*.ts',
+        '*.js',
+        '*.mjs',
+      ],
+      { encoding: 'utf8' },
+    )
       .split('\n')
       .filter(Boolean);
   } catch {
@@ -19,7 +39,9 @@ const mentions = (name) => {
 };
 
 let total = 0;
-for (const lib of readdirSync('libs').filter((d) => !SKIP.has(d)).sort()) {
+for (const lib of readdirSync('libs')
+  .filter((d) => !SKIP.has(d))
+  .sort()) {
   let index;
   try {
     index = readFileSync(`libs/${lib}/src/index.ts`, 'utf8');
@@ -29,7 +51,13 @@ for (const lib of readdirSync('libs').filter((d) => !SKIP.has(d)).sort()) {
   const names = [...index.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}\s+from/g)].flatMap((m) =>
     m[1]
       .split(',')
-      .map((n) => n.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop())
+      .map((n) =>
+        n
+          .trim()
+          .replace(/^type\s+/, '')
+          .split(/\s+as\s+/)
+          .pop(),
+      )
       .filter(Boolean),
   );
   const unused = names.filter((n) => !mentions(n).some((f) => !f.startsWith(`libs/${lib}/`)));

@@ -42,7 +42,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function json(url: string, method: string, body: unknown, token: string): Promise<any> {
-  const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : undefined;
@@ -50,7 +54,8 @@ async function json(url: string, method: string, body: unknown, token: string): 
 
 async function project(base: string): Promise<string> {
   const p = await json(`${base}/v1/admin/projects`, 'POST', { name: `bench ${randomUUID()}` }, ADMIN);
-  return (await json(`${base}/v1/admin/projects/${p.id}/keys`, 'POST', { scopes: ['ingest', 'admin', 'read'] }, ADMIN)).key;
+  return (await json(`${base}/v1/admin/projects/${p.id}/keys`, 'POST', { scopes: ['ingest', 'admin', 'read'] }, ADMIN))
+    .key;
 }
 
 /** CLIENTS loops posting BATCH events each, for PHASE_MS; returns accepted events per second. */
@@ -62,8 +67,14 @@ async function ingest(base: string, key: string): Promise<number> {
     Array.from({ length: CLIENTS }, async () => {
       while (Date.now() < until) {
         const events = Array.from({ length: BATCH }, (_, i) => ({
-          eventId: randomUUID(), occurredAt: new Date().toISOString(), traceId: `t-${i}`, resourceId: 'r-1', entityType: 'agent',
-          provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 1000, outputTokens: 200 },
+          eventId: randomUUID(),
+          occurredAt: new Date().toISOString(),
+          traceId: `t-${i}`,
+          resourceId: 'r-1',
+          entityType: 'agent',
+          provider: 'openai',
+          model: 'gpt-4o',
+          usage: { inputTokens: 1000, outputTokens: 200 },
         }));
         // Awaited first: `accepted += await …` would read `accepted` before the await and lose other clients' counts.
         const reply = await json(`${base}/v1/events`, 'POST', { events }, key);
@@ -84,29 +95,56 @@ async function main() {
 
   // The receiver runs in its own process: parsing the batches is the sink's cost, not Tollgate's.
   const receiver = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const receiverPort = await new Promise<number>((resolve) => receiver.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+  const receiverPort = await new Promise<number>((resolve) =>
+    receiver.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
+  );
   const sinkUrl = `http://127.0.0.1:${receiverPort}/hook`;
   const received = async () => Number(await (await fetch(`http://127.0.0.1:${receiverPort}/count`)).text());
 
-  const env = { DATABASE_URL: DB, REDIS_URL: REDIS, QUEUE_PREFIX: PREFIX, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'error', EXPORTS_TICK_MS: '200', TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1' };
+  const env = {
+    DATABASE_URL: DB,
+    REDIS_URL: REDIS,
+    QUEUE_PREFIX: PREFIX,
+    TOLLGATE_ADMIN_TOKEN: ADMIN,
+    TOLLGATE_SECRET_KEY: SECRET_KEY,
+    LOG_LEVEL: 'error',
+    EXPORTS_TICK_MS: '200',
+    TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
+  };
   const app = await createApiApp(loadConfig({ ...env, PORT: '0', HOST: '127.0.0.1' }));
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-  const worker: ChildProcess = spawn(process.execPath, [join(__dirname, '..', '..', 'apps', 'worker', 'src', 'main.js')], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const worker: ChildProcess = spawn(
+    process.execPath,
+    [join(__dirname, '..', '..', 'apps', 'worker', 'src', 'main.js')],
+    { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
   await sleep(1500);
 
   const alone: number[] = [];
   const withExport: number[] = [];
   const exportRate: number[] = [];
   const lags: { events: number; seconds: number; catchUpMs: number }[] = [];
-  process.stdout.write(`exporters bench: ${ROUNDS} rounds × 2 phases of ${PHASE_MS} ms, ${CLIENTS} clients × ${BATCH} events/request (noisy, shared machine)\n`);
+  process.stdout.write(
+    `exporters bench: ${ROUNDS} rounds × 2 phases of ${PHASE_MS} ms, ${CLIENTS} clients × ${BATCH} events/request (noisy, shared machine)\n`,
+  );
   for (let round = 1; round <= ROUNDS; round++) {
     // A: ingest alone (the worker runs, with no exporter to drain).
     const a = await ingest(base, await project(base));
     alone.push(a);
     // B: the same ingest while a webhook exporter drains the same project.
     const key = await project(base);
-    await json(`${base}/v1/exporters/bench`, 'PUT', { type: 'webhook', url: sinkUrl, signingSecret: 'bench-signing-secret-01', batch: { maxEvents: 1000, maxWaitMs: 200 } }, key);
+    await json(
+      `${base}/v1/exporters/bench`,
+      'PUT',
+      {
+        type: 'webhook',
+        url: sinkUrl,
+        signingSecret: 'bench-signing-secret-01',
+        batch: { maxEvents: 1000, maxWaitMs: 200 },
+      },
+      key,
+    );
     const before = await received();
     const t0 = Date.now();
     const b = await ingest(base, key);
@@ -118,7 +156,9 @@ async function main() {
     withExport.push(b);
     exportRate.push(exported);
     lags.push({ events: state.lag.events, seconds: state.lag.seconds, catchUpMs });
-    process.stdout.write(`round ${round}: ingest alone ${a.toFixed(0)} ev/s | ingest with exporter ${b.toFixed(0)} ev/s (ratio ${(b / a).toFixed(2)}) | exported ${exported.toFixed(0)} ev/s | lag at end ${state.lag.events} events / ${state.lag.seconds} s, caught up in ${catchUpMs} ms\n`);
+    process.stdout.write(
+      `round ${round}: ingest alone ${a.toFixed(0)} ev/s | ingest with exporter ${b.toFixed(0)} ev/s (ratio ${(b / a).toFixed(2)}) | exported ${exported.toFixed(0)} ev/s | lag at end ${state.lag.events} events / ${state.lag.seconds} s, caught up in ${catchUpMs} ms\n`,
+    );
   }
   const ratio = median(withExport) / median(alone);
   // Each round's phases ran back to back, so a round's own ratio sees the least drift in load.

@@ -79,7 +79,9 @@ function postgresCpuBetween(before: Map<number, number>, after: Map<number, numb
 
 async function generate(pool: Pool, projectId: string, resourceId: string) {
   // The partitions, the events and the guard's counters as ingest writes them, but in bulk.
-  await pool.query(`SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now() + interval '1 month', interval '1 month') AS d`);
+  await pool.query(
+    `SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now() + interval '1 month', interval '1 month') AS d`,
+  );
   // In time order, as agents report steps while they happen (a random order would put every event
   // of an hour on its own page, which only a bulk backfill does).
   await pool.query(
@@ -90,8 +92,14 @@ async function generate(pool: Pool, projectId: string, resourceId: string) {
       ORDER BY at`,
     [projectId, resourceId, EVENTS],
   );
-  await pool.query(`INSERT INTO event_ids (project_id, event_id, occurred_at) SELECT project_id, event_id, occurred_at FROM events WHERE project_id = $1`, [projectId]);
-  for (const [g, unit] of [['h', 'hour'], ['d', 'day']]) {
+  await pool.query(
+    `INSERT INTO event_ids (project_id, event_id, occurred_at) SELECT project_id, event_id, occurred_at FROM events WHERE project_id = $1`,
+    [projectId],
+  );
+  for (const [g, unit] of [
+    ['h', 'hour'],
+    ['d', 'day'],
+  ]) {
     await pool.query(
       `INSERT INTO usage_counters (project_id, scope, scope_id, granularity, bucket_start, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, events)
        SELECT project_id, 'resource', resource_id, $2, date_trunc($3, occurred_at, 'UTC'), cost_unit, sum(input_tokens), sum(output_tokens), sum(cost_micros), 0, count(*)
@@ -108,7 +116,11 @@ async function generate(pool: Pool, projectId: string, resourceId: string) {
 }
 
 /** `concurrency` workers call `fn(worker)` back to back for `forSeconds`. */
-async function measure(concurrency: number, fn: (worker: number) => Promise<void>, forSeconds = SECONDS): Promise<{ p50: number; p99: number; rate: number; n: number }> {
+async function measure(
+  concurrency: number,
+  fn: (worker: number) => Promise<void>,
+  forSeconds = SECONDS,
+): Promise<{ p50: number; p99: number; rate: number; n: number }> {
   const latencies: number[] = [];
   const end = Date.now() + forSeconds * 1000;
   const started = process.hrtime.bigint();
@@ -122,13 +134,25 @@ async function measure(concurrency: number, fn: (worker: number) => Promise<void
     }),
   );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rate: latencies.length / seconds, n: latencies.length };
+  return {
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    rate: latencies.length / seconds,
+    n: latencies.length,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** 64 agents race a $1.00 budget; each step costs $0.03 and takes `stepMs` of simulated LLM time. */
-async function race(url: string, key: string, pool: Pool, projectId: string, mode: 'reserve' | 'no-reserve' | 'lagging', stepMs = 50): Promise<number> {
+async function race(
+  url: string,
+  key: string,
+  pool: Pool,
+  projectId: string,
+  mode: 'reserve' | 'no-reserve' | 'lagging',
+  stepMs = 50,
+): Promise<number> {
   const resourceId = `race-${mode}-${randomUUID()}`;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const estimate = { provider: 'openai', model: 'gpt-4o', inputTokens: 4000, maxOutputTokens: 2000 };
@@ -146,18 +170,41 @@ async function race(url: string, key: string, pool: Pool, projectId: string, mod
           );
           if (Number(rows[0].c) + 30_000 >= 1_000_000) return;
         } else {
-          const res = await fetch(`${url}/v1/guard/check`, { method: 'POST', headers, body: JSON.stringify({ context: { resourceId }, limits, estimate, reserve: mode === 'reserve', stepId: mode === 'reserve' ? stepId : undefined }) });
+          const res = await fetch(`${url}/v1/guard/check`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({
+              context: { resourceId },
+              limits,
+              estimate,
+              reserve: mode === 'reserve',
+              stepId: mode === 'reserve' ? stepId : undefined,
+            }),
+          });
           const body = (await res.json()) as { decision: string; reservation?: { id: string } };
           if (body.decision !== 'allow') return;
           reservationId = body.reservation?.id;
         }
         await sleep(stepMs);
-        const event = { eventId: stepId, occurredAt: new Date().toISOString(), traceId: stepId, resourceId, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 4000, outputTokens: 2000 }, ...(reservationId ? { reservationId } : {}) };
+        const event = {
+          eventId: stepId,
+          occurredAt: new Date().toISOString(),
+          traceId: stepId,
+          resourceId,
+          entityType: 'agent',
+          provider: 'openai',
+          model: 'gpt-4o',
+          usage: { inputTokens: 4000, outputTokens: 2000 },
+          ...(reservationId ? { reservationId } : {}),
+        };
         await fetch(`${url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events: [event] }) });
       }
     }),
   );
-  const { rows } = await pool.query(`SELECT coalesce(sum(cost_micros), 0)::bigint AS c FROM events WHERE project_id = $1 AND resource_id = $2 AND type = 'StepUsageRecorded'`, [projectId, resourceId]);
+  const { rows } = await pool.query(
+    `SELECT coalesce(sum(cost_micros), 0)::bigint AS c FROM events WHERE project_id = $1 AND resource_id = $2 AND type = 'StepUsageRecorded'`,
+    [projectId, resourceId],
+  );
   return Number(rows[0].c) / 1_000_000;
 }
 
@@ -221,15 +268,27 @@ const BUSY_DEADLINE_MS = 10_000;
 let steps = 0;
 
 /** One reserving check as the SDK makes it: a busy answer is sent again after retryAfterMs plus jitter, the same stepId. */
-async function reserveCheck(t: Target, headers: Record<string, string>, context: Record<string, string>, undecided: Undecided): Promise<void> {
-  const body = JSON.stringify({ context, limits: NEVER_DENY, estimate: ESTIMATE, reserve: true, stepId: `step-${++steps}` });
+async function reserveCheck(
+  t: Target,
+  headers: Record<string, string>,
+  context: Record<string, string>,
+  undecided: Undecided,
+): Promise<void> {
+  const body = JSON.stringify({
+    context,
+    limits: NEVER_DENY,
+    estimate: ESTIMATE,
+    reserve: true,
+    stepId: `step-${++steps}`,
+  });
   const first = Date.now();
   for (;;) {
     const res = await t.http.request({ path: '/v1/guard/check', method: 'POST', headers, body });
     const answer = (await res.body.json()) as Answer;
     if (answer.reason === 'busy') {
       undecided.busy++;
-      const base = answer.retryAfterMs !== undefined && answer.retryAfterMs > 0 ? Math.min(answer.retryAfterMs, 1000) : 100;
+      const base =
+        answer.retryAfterMs !== undefined && answer.retryAfterMs > 0 ? Math.min(answer.retryAfterMs, 1000) : 100;
       const delay = base + Math.random() * base;
       if (Date.now() + delay - first > BUSY_DEADLINE_MS) return;
       await sleep(delay);
@@ -239,7 +298,10 @@ async function reserveCheck(t: Target, headers: Record<string, string>, context:
       undecided.unavailable++;
       return;
     }
-    if (res.statusCode !== 200 || answer.decision !== 'allow' || !answer.reservation) throw new Error(`a reserving check under a budget no line reaches answered ${res.statusCode} ${JSON.stringify(answer)}`);
+    if (res.statusCode !== 200 || answer.decision !== 'allow' || !answer.reservation)
+      throw new Error(
+        `a reserving check under a budget no line reaches answered ${res.statusCode} ${JSON.stringify(answer)}`,
+      );
     return;
   }
 }
@@ -261,7 +323,10 @@ async function sample(t: Target) {
  * how many were still open, and how many transactions wrote them (their distinct xmin: per
  * database, unlike the server-wide transaction counter, which tests beside the bench advance).
  */
-async function clearReservations(pool: Pool, projectId: string): Promise<{ reservations: number; open: number; xacts: number }> {
+async function clearReservations(
+  pool: Pool,
+  projectId: string,
+): Promise<{ reservations: number; open: number; xacts: number }> {
   const { rows } = await pool.query<{ n: string; open: string; xacts: string }>(
     `WITH gone AS (DELETE FROM reservations WHERE project_id = $1 RETURNING status, xmin)
      SELECT count(*) AS n, count(*) FILTER (WHERE status = 'open') AS open, count(DISTINCT xmin::text) AS xacts FROM gone`,
@@ -292,13 +357,20 @@ async function herd(t: Target, pool: Pool, label: string, resourceId: string): P
   const http = new HttpPool(t.url, { connections: HERD, headersTimeout: 60_000, bodyTimeout: 60_000 });
   try {
     // Every connection open first, so that the checks arrive together, not paced by TCP handshakes.
-    await Promise.all(Array.from({ length: HERD }, async () => (await http.request({ path: '/health', method: 'GET' })).body.dump()));
+    await Promise.all(
+      Array.from({ length: HERD }, async () => (await http.request({ path: '/health', method: 'GET' })).body.dump()),
+    );
     const started = Date.now();
     const answers = await Promise.all(
       Array.from({ length: HERD }, async (_, n) => {
         const stepId = `${resourceId}-step-${n}`;
         const context = { resourceId, traceId: `${resourceId}-agent-${n}` };
-        const res = await http.request({ path: '/v1/guard/check', method: 'POST', headers, body: JSON.stringify({ context, limits, estimate: ESTIMATE, reserve: true, stepId }) });
+        const res = await http.request({
+          path: '/v1/guard/check',
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ context, limits, estimate: ESTIMATE, reserve: true, stepId }),
+        });
         return { stepId, context, status: res.statusCode, answer: (await res.body.json()) as Answer };
       }),
     );
@@ -310,7 +382,10 @@ async function herd(t: Target, pool: Pool, label: string, resourceId: string): P
     const busy = ok.filter((a) => a.answer.reason === 'busy').length;
     const other = HERD - allowed.length - denied - unavailable - busy;
     const received = new Set(answers.flatMap((a) => (a.answer.reservation ? [a.answer.reservation.id] : [])));
-    const { rows: open } = await pool.query<{ id: string }>(`SELECT id FROM reservations WHERE project_id = $1 AND status = 'open'`, [project.id]);
+    const { rows: open } = await pool.query<{ id: string }>(
+      `SELECT id FROM reservations WHERE project_id = $1 AND status = 'open'`,
+      [project.id],
+    );
     const orphans = open.filter((r) => !received.has(r.id)).length;
     const estimated = allowed[0]?.answer.reservation?.estimatedCost;
     const perStep = typeof estimated === 'number' && estimated > 0 ? estimated : undefined;
@@ -318,19 +393,41 @@ async function herd(t: Target, pool: Pool, label: string, resourceId: string): P
 
     const settled = await Promise.all(
       allowed.map(async (a) => {
-        const event = { eventId: `${a.stepId}-usage`, occurredAt: new Date().toISOString(), ...a.context, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: STEP_USAGE, reservationId: a.answer.reservation?.id };
-        const res = await http.request({ path: '/v1/events', method: 'POST', headers, body: JSON.stringify({ events: [event] }) });
+        const event = {
+          eventId: `${a.stepId}-usage`,
+          occurredAt: new Date().toISOString(),
+          ...a.context,
+          entityType: 'agent',
+          provider: 'openai',
+          model: 'gpt-4o',
+          usage: STEP_USAGE,
+          reservationId: a.answer.reservation?.id,
+        };
+        const res = await http.request({
+          path: '/v1/events',
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ events: [event] }),
+        });
         return ((await res.body.json()) as { accepted?: number }).accepted === 1;
       }),
     );
-    const { rows: spent } = await pool.query<{ c: string }>(`SELECT coalesce(sum(cost_micros), 0)::bigint AS c FROM events WHERE project_id = $1 AND resource_id = $2 AND type = 'StepUsageRecorded'`, [project.id, resourceId]);
-    const { rows: left } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM reservations WHERE project_id = $1 AND status = 'open'`, [project.id]);
+    const { rows: spent } = await pool.query<{ c: string }>(
+      `SELECT coalesce(sum(cost_micros), 0)::bigint AS c FROM events WHERE project_id = $1 AND resource_id = $2 AND type = 'StepUsageRecorded'`,
+      [project.id, resourceId],
+    );
+    const { rows: left } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM reservations WHERE project_id = $1 AND status = 'open'`,
+      [project.id],
+    );
     const spend = Number(spent[0].c) / 1e6;
     const pad = ' '.repeat(label.length + 2);
     console.log(
       `${label}: ${HERD} answers in ${ms} ms: allowed ${allowed.length} (must be 14${perStep ? `; ${fit} fit at the $${perStep.toFixed(6)} reserved per step` : ''}), denied ${denied}, busy ${busy}, guard unavailable ${unavailable} (must be 0)${other ? `, other ${other}` : ''}; open reservations no caller received ${orphans} (must be 0)`,
     );
-    console.log(`${pad}settled ${settled.filter(Boolean).length} of ${allowed.length} steps: spend $${spend.toFixed(6)} of $${HERD_MAX_COST} = ${(spend / HERD_MAX_COST).toFixed(3)}× (must be ≤ 1.00×); reservations still open ${left[0].n}`);
+    console.log(
+      `${pad}settled ${settled.filter(Boolean).length} of ${allowed.length} steps: spend $${spend.toFixed(6)} of $${HERD_MAX_COST} = ${(spend / HERD_MAX_COST).toFixed(3)}× (must be ≤ 1.00×); reservations still open ${left[0].n}`,
+    );
   } finally {
     await http.close();
   }
@@ -342,7 +439,13 @@ const medianOf = (rs: RoundResult[], f: (r: RoundResult) => number) => median(rs
 async function main() {
   await resetDatabase(DB);
   // The per-key rate limiter still runs (its Redis leases are part of the cost), above the load.
-  const env = { DATABASE_URL: DB, DATABASE_POOL_SIZE: '24', GUARD_TIMEOUT_MS: '20000', RATE_LIMIT_PER_KEY_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' };
+  const env = {
+    DATABASE_URL: DB,
+    DATABASE_POOL_SIZE: '24',
+    GUARD_TIMEOUT_MS: '20000',
+    RATE_LIMIT_PER_KEY_PER_SECOND: '1000000',
+    RATE_LIMIT_BURST: '1000000',
+  };
   const svc = await startServiceProcess('api', env);
   // The same service with each reserving check its own transaction, for the one-budget line's
   // comparison. Started after the first has migrated the database; idle but for its own lines.
@@ -358,10 +461,15 @@ async function main() {
     const resourceId = 'resource-with-a-year';
     let t = Date.now();
     await generate(pool, project.id, resourceId);
-    console.log(`generated ${EVENTS} events over 365 days for one resource in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    console.log(
+      `generated ${EVENTS} events over 365 days for one resource in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+    );
 
     const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
-    const body = JSON.stringify({ context: { resourceId }, limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }] });
+    const body = JSON.stringify({
+      context: { resourceId },
+      limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }],
+    });
     const http = on.http;
     let last: any;
     const check = async () => {
@@ -384,45 +492,104 @@ async function main() {
     let agent = 0;
     const ownScope = async () => {
       const mine = `agent-${agent++ % 64}`;
-      const res = await http.request({ path: '/v1/guard/check', method: 'POST', headers, body: JSON.stringify({ context: { resourceId: mine }, limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }] }) });
+      const res = await http.request({
+        path: '/v1/guard/check',
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          context: { resourceId: mine },
+          limits: [{ scope: 'resource', window: '365d', maxCost: 1_000_000 }],
+        }),
+      });
       if (((await res.body.json()) as { decision: string }).decision !== 'allow') throw new Error('not allowed');
     };
     // Same answer both ways (sanity): the guard's usage equals the raw sum.
     await check();
-    const { rows } = await pool.query(`SELECT sum(input_tokens)::bigint AS i FROM events WHERE project_id = $1 AND resource_id = $2 AND occurred_at >= now() - interval '365 days'`, [project.id, resourceId]);
+    const { rows } = await pool.query(
+      `SELECT sum(input_tokens)::bigint AS i FROM events WHERE project_id = $1 AND resource_id = $2 AND occurred_at >= now() - interval '365 days'`,
+      [project.id, resourceId],
+    );
     const guardInput = last.usage[`resource:${resourceId}@365d`].inputTokens;
-    console.log(`sanity: guard input tokens ${guardInput}, raw sum ${rows[0].i} → ${Number(rows[0].i) === guardInput ? 'equal' : 'DIFFERENT'}`);
+    console.log(
+      `sanity: guard input tokens ${guardInput}, raw sum ${rows[0].i} → ${Number(rows[0].i) === guardInput ? 'equal' : 'DIFFERENT'}`,
+    );
 
     // The reserving lines write to a project of their own, whose reservations the bench clears between lines.
     const rsv = await createBenchProject(svc.url);
     const rsvHeaders = { authorization: `Bearer ${rsv.key}`, 'content-type': 'application/json' };
-    const reserving = (name: string, target: Target, concurrency: number, context: (round: number, worker: number) => Record<string, string>): Line => ({
+    const reserving = (
+      name: string,
+      target: Target,
+      concurrency: number,
+      context: (round: number, worker: number) => Record<string, string>,
+    ): Line => ({
       name,
       target,
       concurrency,
       reserving: true,
       check: (round, undecided) => (worker) => reserveCheck(target, rsvHeaders, context(round, worker), undecided),
     });
-    const solo = reserving('reserve     1 agent, own budget', on, 1, (r) => ({ resourceId: `r${r}-solo`, traceId: `r${r}-solo` }));
-    const spread = reserving('reserve    64 agents, 64 budgets', on, 64, (r, w) => ({ resourceId: `r${r}-own-${w}`, traceId: `r${r}-own-${w}` }));
-    const shared = reserving('reserve    64 agents, 1 budget', on, 64, (r, w) => ({ resourceId: `r${r}-shared-on`, traceId: `r${r}-shared-on-${w}` }));
-    const sharedOff: Line = { ...reserving('reserve    64 agents, 1 budget, off', off, 64, (r, w) => ({ resourceId: `r${r}-shared-off`, traceId: `r${r}-shared-off-${w}` })), idleBetweenRounds: true };
-    const year = new Map([1, 16, 64].map((c): [number, Line] => [c, { name: `no-reserve ${String(c).padStart(2)} agent${c === 1 ? '' : 's'}, year scope`, target: on, concurrency: c, reserving: false, check: () => check }]));
-    const spreadBase: Line = { name: 'no-reserve 64 agents, 64 budgets', target: on, concurrency: 64, reserving: false, check: () => ownScope };
+    const solo = reserving('reserve     1 agent, own budget', on, 1, (r) => ({
+      resourceId: `r${r}-solo`,
+      traceId: `r${r}-solo`,
+    }));
+    const spread = reserving('reserve    64 agents, 64 budgets', on, 64, (r, w) => ({
+      resourceId: `r${r}-own-${w}`,
+      traceId: `r${r}-own-${w}`,
+    }));
+    const shared = reserving('reserve    64 agents, 1 budget', on, 64, (r, w) => ({
+      resourceId: `r${r}-shared-on`,
+      traceId: `r${r}-shared-on-${w}`,
+    }));
+    const sharedOff: Line = {
+      ...reserving('reserve    64 agents, 1 budget, off', off, 64, (r, w) => ({
+        resourceId: `r${r}-shared-off`,
+        traceId: `r${r}-shared-off-${w}`,
+      })),
+      idleBetweenRounds: true,
+    };
+    const year = new Map(
+      [1, 16, 64].map((c): [number, Line] => [
+        c,
+        {
+          name: `no-reserve ${String(c).padStart(2)} agent${c === 1 ? '' : 's'}, year scope`,
+          target: on,
+          concurrency: c,
+          reserving: false,
+          check: () => check,
+        },
+      ]),
+    );
+    const spreadBase: Line = {
+      name: 'no-reserve 64 agents, 64 budgets',
+      target: on,
+      concurrency: 64,
+      reserving: false,
+      check: () => ownScope,
+    };
     const lines = [solo, spread, shared, sharedOff, ...year.values(), spreadBase];
 
     // A running service is warm: 3 s of checks before anything is measured; 2 s of each
     // many-agent line, as the pools open and prepare their other connections (round 0's budgets).
     await measure(16, check, 3);
     await measure(64, ownScope, 2);
-    for (const line of lines.filter((l) => l.reserving && l.concurrency > 1)) await measure(line.concurrency, line.check(0, { busy: 0, unavailable: 0 }), 2);
+    for (const line of lines.filter((l) => l.reserving && l.concurrency > 1))
+      await measure(line.concurrency, line.check(0, { busy: 0, unavailable: 0 }), 2);
     await clearReservations(pool, rsv.id);
 
     const width = Math.max(...lines.map((l) => l.name.length));
-    console.log(`\nguard checks, ${ROUNDS} rounds of ${SECONDS} s per line, the reserving lines first (CPU per check: service process, PostgreSQL, this client)`);
-    console.log('  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round');
-    console.log('  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; xacts/check: transactions that wrote the reservations, per reservation');
-    console.log(`${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | service µs | postgres µs | client µs | busy | open at end`);
+    console.log(
+      `\nguard checks, ${ROUNDS} rounds of ${SECONDS} s per line, the reserving lines first (CPU per check: service process, PostgreSQL, this client)`,
+    );
+    console.log(
+      '  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round',
+    );
+    console.log(
+      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; xacts/check: transactions that wrote the reservations, per reservation',
+    );
+    console.log(
+      `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | service µs | postgres µs | client µs | busy | open at end`,
+    );
     const results = new Map<string, RoundResult[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const line of lines) {
@@ -456,35 +623,70 @@ async function main() {
     const med = (line: Line) => {
       const rs = results.get(line.name)!;
       const m = (f: (r: RoundResult) => number) => medianOf(rs, f);
-      return { p50: m((r) => r.p50), p99: m((r) => r.p99), rate: m((r) => r.rate), reads: m((r) => r.readsPerCheck), xacts: m((r) => r.xactsPerCheck ?? NaN), service: m((r) => r.serviceUs), postgres: m((r) => r.postgresUs), cpu: m((r) => r.serviceUs + r.postgresUs) };
+      return {
+        p50: m((r) => r.p50),
+        p99: m((r) => r.p99),
+        rate: m((r) => r.rate),
+        reads: m((r) => r.readsPerCheck),
+        xacts: m((r) => r.xactsPerCheck ?? NaN),
+        service: m((r) => r.serviceUs),
+        postgres: m((r) => r.postgresUs),
+        cpu: m((r) => r.serviceUs + r.postgresUs),
+      };
     };
     const [s1, s64, s1b, s1bOff, b1, b64] = [solo, spread, shared, sharedOff, year.get(1)!, spreadBase].map(med);
-    console.log(`\nheadline: reserving checks, medians of ${ROUNDS} rounds, each against a baseline measured in the same rounds`);
+    console.log(
+      `\nheadline: reserving checks, medians of ${ROUNDS} rounds, each against a baseline measured in the same rounds`,
+    );
     console.log(`reserve, 1 agent (own budget):    p50 ${ms2(s1.p50)} ms, p99 ${ms2(s1.p99)} ms`);
-    console.log(`  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`);
-    console.log(`reserve, 64 agents on 64 budgets: ${s64.rate.toFixed(0)} checks/s, p99 ${ms2(s64.p99)} ms, CPU ${s64.cpu.toFixed(0)} µs per check (service ${s64.service.toFixed(0)} + PostgreSQL ${s64.postgres.toFixed(0)})`);
-    console.log(`  against no-reserve, 64 agents on 64 budgets: ${b64.rate.toFixed(0)} checks/s, p99 ${ms2(b64.p99)} ms, CPU ${b64.cpu.toFixed(0)} µs → checks/s ×${(s64.rate / b64.rate).toFixed(2)}, CPU ×${(s64.cpu / b64.cpu).toFixed(2)}`);
-    console.log(`reserve, 64 agents on 1 budget:   ${s1b.rate.toFixed(0)} checks/s, p99 ${ms2(s1b.p99)} ms, CPU ${s1b.cpu.toFixed(0)} µs per check, ${s1b.reads.toFixed(2)} reads and ${s1b.xacts.toFixed(2)} transactions per check → ×${(s1b.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`);
-    console.log(`  GUARD_GROUP_COMMIT=off:         ${s1bOff.rate.toFixed(0)} checks/s, p99 ${ms2(s1bOff.p99)} ms, CPU ${s1bOff.cpu.toFixed(0)} µs per check, ${s1bOff.reads.toFixed(2)} reads and ${s1bOff.xacts.toFixed(2)} transactions per check → ×${(s1bOff.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`);
-    console.log(`  group commit on ÷ off: checks/s ×${(s1b.rate / s1bOff.rate).toFixed(2)}, p99 ×${(s1b.p99 / s1bOff.p99).toFixed(2)}`);
-    console.log('targets: 1 agent p50 ≤ 2 ms; 64 budgets ≥ 1,500 checks/s, p99 ≤ 50 ms, ≤ 600 µs CPU (service + PostgreSQL) per check; 1 budget ≥ 0.8× the 64-budgets checks/s, p99 ≤ 60 ms');
+    console.log(
+      `  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`,
+    );
+    console.log(
+      `reserve, 64 agents on 64 budgets: ${s64.rate.toFixed(0)} checks/s, p99 ${ms2(s64.p99)} ms, CPU ${s64.cpu.toFixed(0)} µs per check (service ${s64.service.toFixed(0)} + PostgreSQL ${s64.postgres.toFixed(0)})`,
+    );
+    console.log(
+      `  against no-reserve, 64 agents on 64 budgets: ${b64.rate.toFixed(0)} checks/s, p99 ${ms2(b64.p99)} ms, CPU ${b64.cpu.toFixed(0)} µs → checks/s ×${(s64.rate / b64.rate).toFixed(2)}, CPU ×${(s64.cpu / b64.cpu).toFixed(2)}`,
+    );
+    console.log(
+      `reserve, 64 agents on 1 budget:   ${s1b.rate.toFixed(0)} checks/s, p99 ${ms2(s1b.p99)} ms, CPU ${s1b.cpu.toFixed(0)} µs per check, ${s1b.reads.toFixed(2)} reads and ${s1b.xacts.toFixed(2)} transactions per check → ×${(s1b.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
+    );
+    console.log(
+      `  GUARD_GROUP_COMMIT=off:         ${s1bOff.rate.toFixed(0)} checks/s, p99 ${ms2(s1bOff.p99)} ms, CPU ${s1bOff.cpu.toFixed(0)} µs per check, ${s1bOff.reads.toFixed(2)} reads and ${s1bOff.xacts.toFixed(2)} transactions per check → ×${(s1bOff.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
+    );
+    console.log(
+      `  group commit on ÷ off: checks/s ×${(s1b.rate / s1bOff.rate).toFixed(2)}, p99 ×${(s1b.p99 / s1bOff.p99).toFixed(2)}`,
+    );
+    console.log(
+      'targets: 1 agent p50 ≤ 2 ms; 64 budgets ≥ 1,500 checks/s, p99 ≤ 50 ms, ≤ 600 µs CPU (service + PostgreSQL) per check; 1 budget ≥ 0.8× the 64-budgets checks/s, p99 ≤ 60 ms',
+    );
 
-    console.log(`\n${HERD} reserving checks at once on one budget that fits exactly 14 steps ($${HERD_MAX_COST} in 24h; gpt-4o 1,000 in + 200 out = $0.0045 a step); then each allowed step settles`);
+    console.log(
+      `\n${HERD} reserving checks at once on one budget that fits exactly 14 steps ($${HERD_MAX_COST} in 24h; gpt-4o 1,000 in + 200 out = $0.0045 a step); then each allowed step settles`,
+    );
     await herd(on, pool, 'group commit on ', 'herd-on');
     await herd(off, pool, 'group commit off', 'herd-off');
 
     const c0 = process.cpuUsage();
     const f = await measure(64, fetchCheck);
     const fc = process.cpuUsage(c0);
-    console.log(`\n(non-reserving at 64 through global fetch(): ${f.rate.toFixed(0)} checks/s, p99 ${f.p99.toFixed(2)} ms, client ${(((fc.user + fc.system) / 1000) * 1000 / f.n).toFixed(0)} µs CPU per check)`);
-    console.log(`(64 agents on 64 different resources, nothing to share: ${b64.rate.toFixed(0)} checks/s, p50 ${b64.p50.toFixed(2)} ms, p99 ${b64.p99.toFixed(2)} ms, ${b64.reads.toFixed(2)} reads/check, service ${b64.service.toFixed(0)} µs per check)`);
+    console.log(
+      `\n(non-reserving at 64 through global fetch(): ${f.rate.toFixed(0)} checks/s, p99 ${f.p99.toFixed(2)} ms, client ${((((fc.user + fc.system) / 1000) * 1000) / f.n).toFixed(0)} µs CPU per check)`,
+    );
+    console.log(
+      `(64 agents on 64 different resources, nothing to share: ${b64.rate.toFixed(0)} checks/s, p50 ${b64.p50.toFixed(2)} ms, p99 ${b64.p99.toFixed(2)} ms, ${b64.reads.toFixed(2)} reads/check, service ${b64.service.toFixed(0)} µs per check)`,
+    );
 
     console.log('\nnon-reserving checks, medians over the rounds, against the raw-sum baseline measured now:');
-    console.log('concurrency | guard p50 ms | guard p99 ms | checks/s | raw-sum p50 ms | raw-sum p99 ms | raw sums/s | p50 ratio raw/guard');
+    console.log(
+      'concurrency | guard p50 ms | guard p99 ms | checks/s | raw-sum p50 ms | raw-sum p99 ms | raw sums/s | p50 ratio raw/guard',
+    );
     for (const c of [1, 16, 64]) {
       const g = med(year.get(c)!);
       const r = await measure(c, rawSum, 8);
-      console.log(`${String(c).padStart(11)} | ${g.p50.toFixed(2).padStart(12)} | ${g.p99.toFixed(2).padStart(12)} | ${g.rate.toFixed(0).padStart(8)} | ${r.p50.toFixed(2).padStart(14)} | ${r.p99.toFixed(2).padStart(14)} | ${r.rate.toFixed(1).padStart(10)} | ${(r.p50 / g.p50).toFixed(1).padStart(6)}x`);
+      console.log(
+        `${String(c).padStart(11)} | ${g.p50.toFixed(2).padStart(12)} | ${g.p99.toFixed(2).padStart(12)} | ${g.rate.toFixed(0).padStart(8)} | ${r.p50.toFixed(2).padStart(14)} | ${r.p99.toFixed(2).padStart(14)} | ${r.rate.toFixed(1).padStart(10)} | ${(r.p50 / g.p50).toFixed(1).padStart(6)}x`,
+      );
     }
     console.log('targets: p50 ≤ 3 ms at concurrency 1; ≥ 2000 checks/s at 64 with p99 ≤ 25 ms');
 

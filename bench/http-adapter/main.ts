@@ -22,7 +22,16 @@ class EchoController {
 class EchoModule {}
 
 const body = JSON.stringify({
-  events: Array.from({ length: 100 }, (_, i) => ({ eventId: `e-${i}`, occurredAt: new Date().toISOString(), traceId: `t-${i}`, resourceId: 'r', entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 1000 + i, outputTokens: 200 } })),
+  events: Array.from({ length: 100 }, (_, i) => ({
+    eventId: `e-${i}`,
+    occurredAt: new Date().toISOString(),
+    traceId: `t-${i}`,
+    resourceId: 'r',
+    entityType: 'agent',
+    provider: 'openai',
+    model: 'gpt-4o',
+    usage: { inputTokens: 1000 + i, outputTokens: 200 },
+  })),
 });
 
 async function rate(url: string, requests: number, concurrency: number): Promise<number> {
@@ -32,7 +41,11 @@ async function rate(url: string, requests: number, concurrency: number): Promise
     Array.from({ length: concurrency }, async () => {
       while (sent < requests) {
         sent++;
-        const res = await fetch(`${url}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const res = await fetch(`${url}/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
         await res.arrayBuffer();
       }
     }),
@@ -41,12 +54,18 @@ async function rate(url: string, requests: number, concurrency: number): Promise
 }
 
 async function main() {
-  const express = await NestFactory.create<NestExpressApplication>(EchoModule, new ExpressAdapter(), { logger: false, bodyParser: true });
+  const express = await NestFactory.create<NestExpressApplication>(EchoModule, new ExpressAdapter(), {
+    logger: false,
+    bodyParser: true,
+  });
   express.useBodyParser('json', { limit: '1mb' });
   await express.listen(0, '127.0.0.1');
-  const fastify = await NestFactory.create(EchoModule, new FastifyAdapter({ bodyLimit: 1024 * 1024 }), { logger: false });
+  const fastify = await NestFactory.create(EchoModule, new FastifyAdapter({ bodyLimit: 1024 * 1024 }), {
+    logger: false,
+  });
   await fastify.listen(0, '127.0.0.1');
-  const urlOf = (app: { getHttpServer(): { address(): unknown } }) => `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  const urlOf = (app: { getHttpServer(): { address(): unknown } }) =>
+    `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
   const e: number[] = [];
   const f: number[] = [];
   await rate(urlOf(express), 500, 8);

@@ -14,7 +14,12 @@ const EVENTS_PER_ROUND = Number(process.env.BENCH_EVENTS ?? 60_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 const models = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-0', 'gemini-2.5-flash'];
-const providers: Record<string, string> = { 'gpt-4o': 'openai', 'gpt-4o-mini': 'openai', 'claude-sonnet-4-0': 'anthropic', 'gemini-2.5-flash': 'google' };
+const providers: Record<string, string> = {
+  'gpt-4o': 'openai',
+  'gpt-4o-mini': 'openai',
+  'claude-sonnet-4-0': 'anthropic',
+  'gemini-2.5-flash': 'google',
+};
 
 /**
  * A batch is what one SDK client flushes: the steps of the ~10 agent runs in flight in its process,
@@ -49,7 +54,11 @@ function counterRows(events: Event[], costs: number[]) {
   const day = (iso: string) => new Date(Math.floor(Date.parse(iso) / 86_400_000) * 86_400_000).toISOString();
   events.forEach((e, k) => {
     const keys: [string, string, string, string][] = [];
-    for (const [scope, id] of [['thread', e.threadId], ['resource', e.resourceId], ['user', e.userId]] as const) {
+    for (const [scope, id] of [
+      ['thread', e.threadId],
+      ['resource', e.resourceId],
+      ['user', e.userId],
+    ] as const) {
       keys.push([scope, id, 'h', hour(e.occurredAt)], [scope, id, 'd', day(e.occurredAt)]);
     }
     keys.push(['run', e.traceId, 'r', new Date(0).toISOString()]);
@@ -91,13 +100,18 @@ async function main() {
     const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
     if (process.env.BENCH_ALERTS === '1') {
       // Budget alerts on every resource: each commit then locks its resources and decides their thresholds.
-      const res = await fetch(`${svc.url}/v1/policies/alerts`, { method: 'PUT', headers, body: JSON.stringify({ scope: 'resource', window: '24h', maxTotalTokens: 1e12, alerts: [50, 80, 100] }) });
+      const res = await fetch(`${svc.url}/v1/policies/alerts`, {
+        method: 'PUT',
+        headers,
+        body: JSON.stringify({ scope: 'resource', window: '24h', maxTotalTokens: 1e12, alerts: [50, 80, 100] }),
+      });
       if (res.status !== 200) throw new Error(`policy: ${res.status}`);
     }
     const viaHttp = async (events: Event[]) => {
       const res = await fetch(`${svc.url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
       const body = (await res.json()) as { accepted: number };
-      if (res.status !== 200 || body.accepted !== events.length) throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+      if (res.status !== 200 || body.accepted !== events.length)
+        throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
     };
     // Baseline: the same rows into the same tables (events, event_ids, the guard's counters) with
     // multi-row INSERTs — no HTTP, no validation, no pricing (a fixed cost per event stands in).
@@ -111,7 +125,25 @@ async function main() {
         ids.push(project.id, e.eventId, e.occurredAt);
         idValues.push(`($${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3})`);
         const b = i * 17;
-        rows.push(project.id, e.eventId, 'StepUsageRecorded', e.occurredAt, e.traceId, e.threadId, e.resourceId, e.userId, e.entityType, e.entityName, e.provider, e.model, e.usage.inputTokens, e.usage.outputTokens, e.usage.cacheReadTokens, Math.round(costs[i]), 'USD');
+        rows.push(
+          project.id,
+          e.eventId,
+          'StepUsageRecorded',
+          e.occurredAt,
+          e.traceId,
+          e.threadId,
+          e.resourceId,
+          e.userId,
+          e.entityType,
+          e.entityName,
+          e.provider,
+          e.model,
+          e.usage.inputTokens,
+          e.usage.outputTokens,
+          e.usage.cacheReadTokens,
+          Math.round(costs[i]),
+          'USD',
+        );
         rowValues.push(`(${Array.from({ length: 17 }, (_, k) => `$${b + k + 1}`).join(', ')})`);
       });
       const counters = counterRows(events, costs);
@@ -123,7 +155,10 @@ async function main() {
       const c = await pool.connect();
       try {
         await c.query('BEGIN');
-        await c.query(`INSERT INTO event_ids (project_id, event_id, occurred_at) VALUES ${idValues.join(', ')} ON CONFLICT DO NOTHING`, ids);
+        await c.query(
+          `INSERT INTO event_ids (project_id, event_id, occurred_at) VALUES ${idValues.join(', ')} ON CONFLICT DO NOTHING`,
+          ids,
+        );
         await c.query(
           `INSERT INTO events (project_id, event_id, type, occurred_at, trace_id, thread_id, resource_id, user_id, entity_type, entity_name, provider, model, input_tokens, output_tokens, cache_read_tokens, cost_micros, cost_unit) VALUES ${rowValues.join(', ')}`,
           rows,
@@ -154,7 +189,9 @@ async function main() {
     }
     const h = median(http);
     const d = median(sql);
-    console.log(`\nbench:ingest — ${ROUNDS} rounds of ${EVENTS_PER_ROUND} events, batches of ${BATCH}, concurrency ${CONCURRENCY}`);
+    console.log(
+      `\nbench:ingest — ${ROUNDS} rounds of ${EVENTS_PER_ROUND} events, batches of ${BATCH}, concurrency ${CONCURRENCY}`,
+    );
     console.log(`POST /v1/events   median ${h.toFixed(0)} events/s`);
     console.log(`direct INSERT     median ${d.toFixed(0)} events/s`);
     console.log(`ratio http/direct ${(h / d).toFixed(2)}  (targets: ≥ 15000 events/s over HTTP, ratio ≥ 0.5)`);

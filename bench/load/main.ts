@@ -61,7 +61,11 @@ const timedFetch: FetchLike = async (url, init) => {
 };
 
 async function timedJson(base: string, method: string, path: string, key: string, body?: unknown): Promise<any> {
-  const res = await timedFetch(base + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await timedFetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return JSON.parse(await res.text());
 }
 
@@ -73,7 +77,9 @@ function rssMiB(pid: number): number {
 /** CPU seconds (user + system) a process has used, from /proc (Linux). */
 function cpuSeconds(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   } catch {
     return 0; // gone
@@ -84,12 +90,18 @@ const CPU_SECONDS = Number(process.env.BENCH_CPU_SECONDS ?? 15);
 
 /** CPU seconds of the PostgreSQL client backends serving the bench database (by their OS pids; autovacuum is not counted). */
 async function postgresCpu(pool: Pool): Promise<Map<number, number>> {
-  const { rows } = await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`);
+  const { rows } = await pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+  );
   return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
 }
 
 /** CPU of the service process and of its PostgreSQL backends while `work` runs (a backend that connected meanwhile counts from 0). */
-async function measureCpu(pid: number, pool: Pool, work: () => Promise<number>): Promise<{ ops: number; service: number; postgres: number; seconds: number }> {
+async function measureCpu(
+  pid: number,
+  pool: Pool,
+  work: () => Promise<number>,
+): Promise<{ ops: number; service: number; postgres: number; seconds: number }> {
   const pgBefore = await postgresCpu(pool);
   const svcBefore = cpuSeconds(pid);
   const started = Date.now();
@@ -121,7 +133,17 @@ async function cpuCost(url: string, pid: number, pool: Pool): Promise<void> {
     await Promise.all(
       Array.from({ length: 8 }, async (_, c) => {
         for (let b = 0; Date.now() < stop && n < maxEvents; b++) {
-          const events = Array.from({ length: 100 }, (_, i) => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), traceId: `cpu-${c}-${b}`, resourceId: resources[(b + i) % resources.length], entityType: 'agent', entityName: `agent-${c}`, provider: 'openai', model: i % 3 ? 'gpt-4o-mini' : 'gpt-4o', usage: { inputTokens: 500 + i, outputTokens: 50 + i } }));
+          const events = Array.from({ length: 100 }, (_, i) => ({
+            eventId: randomUUID(),
+            occurredAt: new Date().toISOString(),
+            traceId: `cpu-${c}-${b}`,
+            resourceId: resources[(b + i) % resources.length],
+            entityType: 'agent',
+            entityName: `agent-${c}`,
+            provider: 'openai',
+            model: i % 3 ? 'gpt-4o-mini' : 'gpt-4o',
+            usage: { inputTokens: 500 + i, outputTokens: 50 + i },
+          }));
           const res = await fetch(`${url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
           if (res.status !== 200) throw new Error(`ingest: ${res.status}`);
           n += ((await res.json()) as { accepted: number }).accepted;
@@ -130,7 +152,11 @@ async function cpuCost(url: string, pid: number, pool: Pool): Promise<void> {
     );
     // Until the worker has projected them: that is part of what an event costs.
     for (;;) {
-      const r = await fetch(`${url}/api/observability/metrics/aggregate`, { method: 'POST', headers, body: JSON.stringify({ name: TOTALS, aggregation: 'count' }) });
+      const r = await fetch(`${url}/api/observability/metrics/aggregate`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: TOTALS, aggregation: 'count' }),
+      });
       if (((await r.json()) as { lag: { events: number } }).lag.events === 0) break;
       await sleep(100);
     }
@@ -139,7 +165,14 @@ async function cpuCost(url: string, pid: number, pool: Pool): Promise<void> {
   const checkFor = async (ms: number) => {
     const stop = Date.now() + ms;
     let n = 0;
-    const body = (k: number) => JSON.stringify({ context: { resourceId: guardResources[k % guardResources.length], runId: `cpu-guard-${k}` }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }, { scope: 'resource', window: '1h', maxCost: 1e6 }] });
+    const body = (k: number) =>
+      JSON.stringify({
+        context: { resourceId: guardResources[k % guardResources.length], runId: `cpu-guard-${k}` },
+        limits: [
+          { scope: 'resource', window: '24h', maxTotalTokens: 1e12 },
+          { scope: 'resource', window: '1h', maxCost: 1e6 },
+        ],
+      });
     await Promise.all(
       Array.from({ length: GUARD_CONCURRENCY }, async (_, k) => {
         while (Date.now() < stop) {
@@ -161,19 +194,34 @@ async function cpuCost(url: string, pid: number, pool: Pool): Promise<void> {
     ingest: { service: us(ingest.service, ingest.ops), postgres: us(ingest.postgres, ingest.ops) },
     guard: { service: us(guard.service, guard.ops), postgres: us(guard.postgres, guard.ops) },
   };
-  console.log(`\nCPU per operation (each alone for ${CPU_SECONDS} s; service = API + worker process, PostgreSQL = its backends):`);
-  console.log(`ingested event: service ${per.ingest.service.toFixed(0)} µs, PostgreSQL ${per.ingest.postgres.toFixed(0)} µs (${ingest.ops} events, ${(ingest.ops / ingest.seconds).toFixed(0)}/s)`);
-  console.log(`guard check:    service ${per.guard.service.toFixed(0)} µs, PostgreSQL ${per.guard.postgres.toFixed(0)} µs (${guard.ops} checks, ${(guard.ops / guard.seconds).toFixed(0)}/s; two 24h/1h resource limits, 200 steps on each resource this hour)`);
+  console.log(
+    `\nCPU per operation (each alone for ${CPU_SECONDS} s; service = API + worker process, PostgreSQL = its backends):`,
+  );
+  console.log(
+    `ingested event: service ${per.ingest.service.toFixed(0)} µs, PostgreSQL ${per.ingest.postgres.toFixed(0)} µs (${ingest.ops} events, ${(ingest.ops / ingest.seconds).toFixed(0)}/s)`,
+  );
+  console.log(
+    `guard check:    service ${per.guard.service.toFixed(0)} µs, PostgreSQL ${per.guard.postgres.toFixed(0)} µs (${guard.ops} checks, ${(guard.ops / guard.seconds).toFixed(0)}/s; two 24h/1h resource limits, 200 steps on each resource this hour)`,
+  );
   const step = { service: per.ingest.service + per.guard.service, postgres: per.ingest.postgres + per.guard.postgres };
   console.log(`cores for N steps/s (one check + one event per step): service | PostgreSQL`);
-  for (const n of [1_000, 10_000, 100_000]) console.log(`  ${n.toLocaleString('en-US').padStart(7)} steps/s: ${((n * step.service) / 1e6).toFixed(1)} | ${((n * step.postgres) / 1e6).toFixed(1)}`);
+  for (const n of [1_000, 10_000, 100_000])
+    console.log(
+      `  ${n.toLocaleString('en-US').padStart(7)} steps/s: ${((n * step.service) / 1e6).toFixed(1)} | ${((n * step.postgres) / 1e6).toFixed(1)}`,
+    );
 }
 
 async function main() {
-  console.log(`bench:load — ${SECONDS} s: ${PRODUCERS} SDK producers × ${PER_TICK * 10} events/s, guard checks at concurrency ${GUARD_CONCURRENCY}, ${DASHBOARDS} dashboards (noisy, shared machine)`);
+  console.log(
+    `bench:load — ${SECONDS} s: ${PRODUCERS} SDK producers × ${PER_TICK * 10} events/s, guard checks at concurrency ${GUARD_CONCURRENCY}, ${DASHBOARDS} dashboards (noisy, shared machine)`,
+  );
   await resetDatabase(DB);
   // The rate limit is off: the point is the service's own limits, not a key's.
-  const svc = await startServiceProcess('main', { DATABASE_URL: DB, DATABASE_POOL_SIZE: '30', RATE_LIMIT_PER_KEY_PER_SECOND: '0' });
+  const svc = await startServiceProcess('main', {
+    DATABASE_URL: DB,
+    DATABASE_POOL_SIZE: '30',
+    RATE_LIMIT_PER_KEY_PER_SECOND: '0',
+  });
   const pid = svc.child.pid!;
   const pool = new Pool({ connectionString: DB, max: 2 });
   try {
@@ -184,13 +232,34 @@ async function main() {
     const running = () => Date.now() < end;
 
     // Ingest: SDK producers, buffered and batched as an agent's SDK would.
-    const producers = Array.from({ length: PRODUCERS }, () => new TollgateClient({ baseUrl: svc.url, apiKey: project.key, fetch: timedFetch, flushIntervalMs: 200, maxBatchSize: 500, retries: 20, maxBufferSize: 200_000 }));
+    const producers = Array.from(
+      { length: PRODUCERS },
+      () =>
+        new TollgateClient({
+          baseUrl: svc.url,
+          apiKey: project.key,
+          fetch: timedFetch,
+          flushIntervalMs: 200,
+          maxBatchSize: 500,
+          retries: 20,
+          maxBufferSize: 200_000,
+        }),
+    );
     let dropped = 0;
     let recorded = 0;
     const producing = producers.map(async (c, p) => {
       for (let step = 0; running(); step++) {
         for (let i = 0; i < PER_TICK; i++) {
-          c.events.record({ traceId: `load-${p}-${Math.floor(step / 50)}`, runId: `run-${p}-${Math.floor(step / 50)}`, resourceId: RESOURCES[(step + i) % RESOURCES.length], entityType: 'agent', entityName: `agent-${p}`, provider: 'openai', model: i % 3 ? 'gpt-4o-mini' : 'gpt-4o', usage: { inputTokens: 500 + ((step * 7 + i) % 1500), outputTokens: 50 + ((step + i) % 400) } });
+          c.events.record({
+            traceId: `load-${p}-${Math.floor(step / 50)}`,
+            runId: `run-${p}-${Math.floor(step / 50)}`,
+            resourceId: RESOURCES[(step + i) % RESOURCES.length],
+            entityType: 'agent',
+            entityName: `agent-${p}`,
+            provider: 'openai',
+            model: i % 3 ? 'gpt-4o-mini' : 'gpt-4o',
+            usage: { inputTokens: 500 + ((step * 7 + i) % 1500), outputTokens: 50 + ((step + i) % 400) },
+          });
           recorded++;
         }
         await sleep(100);
@@ -198,11 +267,23 @@ async function main() {
     });
 
     // Guard: 64 agents, each checking before its next step, back to back.
-    const guard = new TollgateClient({ baseUrl: svc.url, apiKey: project.key, fetch: timedFetch, guard: { timeoutMs: 10_000, retries: 0 } });
+    const guard = new TollgateClient({
+      baseUrl: svc.url,
+      apiKey: project.key,
+      fetch: timedFetch,
+      guard: { timeoutMs: 10_000, retries: 0 },
+    });
     let failModeAnswers = 0;
     const guarding = Array.from({ length: GUARD_CONCURRENCY }, async (_, n) => {
       while (running()) {
-        const res = await guard.guard.check({ context: { resourceId: RESOURCES[n % RESOURCES.length], runId: `guard-${n}` }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }, { scope: 'resource', window: '1h', maxCost: 1e6 }], failMode: 'open' });
+        const res = await guard.guard.check({
+          context: { resourceId: RESOURCES[n % RESOURCES.length], runId: `guard-${n}` },
+          limits: [
+            { scope: 'resource', window: '24h', maxTotalTokens: 1e12 },
+            { scope: 'resource', window: '1h', maxCost: 1e6 },
+          ],
+          failMode: 'open',
+        });
         if (res.reason) failModeAnswers++;
       }
     });
@@ -212,9 +293,24 @@ async function main() {
       while (running()) {
         const since = new Date(Date.now() - 3600_000).toISOString();
         await Promise.all([
-          timedJson(svc.url, 'POST', '/api/observability/metrics/aggregate', project.key, { name: TOTALS, aggregation: 'sum', filters: { timestamp: { start: since } }, comparePeriod: 'previous_period' }),
-          timedJson(svc.url, 'POST', '/api/observability/metrics/breakdown', project.key, { name: TOTALS, aggregation: 'sum', groupBy: ['model'], filters: { timestamp: { start: since } } }),
-          timedJson(svc.url, 'POST', '/api/observability/metrics/timeseries', project.key, { name: TOTALS, aggregation: 'sum', interval: '1m', filters: { timestamp: { start: since } } }),
+          timedJson(svc.url, 'POST', '/api/observability/metrics/aggregate', project.key, {
+            name: TOTALS,
+            aggregation: 'sum',
+            filters: { timestamp: { start: since } },
+            comparePeriod: 'previous_period',
+          }),
+          timedJson(svc.url, 'POST', '/api/observability/metrics/breakdown', project.key, {
+            name: TOTALS,
+            aggregation: 'sum',
+            groupBy: ['model'],
+            filters: { timestamp: { start: since } },
+          }),
+          timedJson(svc.url, 'POST', '/api/observability/metrics/timeseries', project.key, {
+            name: TOTALS,
+            aggregation: 'sum',
+            interval: '1m',
+            filters: { timestamp: { start: since } },
+          }),
           timedJson(svc.url, 'GET', '/api/observability/discovery/entity-names', project.key),
         ]).catch(() => undefined);
         await sleep(1000);
@@ -229,7 +325,9 @@ async function main() {
         const n = stats.count();
         const mib = rssMiB(pid);
         rss.push({ at: Math.round((Date.now() - started) / 1000), mib });
-        console.log(`  t=${Math.round((Date.now() - started) / 1000)} s: ${Math.round((n - lastCount) / 10)} requests/s, ${recorded} events recorded, service RSS ${mib} MiB`);
+        console.log(
+          `  t=${Math.round((Date.now() - started) / 1000)} s: ${Math.round((n - lastCount) / 10)} requests/s, ${recorded} events recorded, service RSS ${mib} MiB`,
+        );
         lastCount = n;
       }
     })();
@@ -249,23 +347,45 @@ async function main() {
     for (const [route, r] of [...stats.routes].sort()) {
       total += r.ms.length;
       errors += r.errors;
-      console.log(`${route} | ${r.ms.length} | ${(r.ms.length / loadSeconds).toFixed(1)} | ${percentile(r.ms, 0.5).toFixed(1)} | ${percentile(r.ms, 0.99).toFixed(1)} | ${r.errors}${r.errors ? ` (${[...r.statuses].map(([s, n]) => `${s}×${n}`).join(' ')})` : ''}`);
+      console.log(
+        `${route} | ${r.ms.length} | ${(r.ms.length / loadSeconds).toFixed(1)} | ${percentile(r.ms, 0.5).toFixed(1)} | ${percentile(r.ms, 0.99).toFixed(1)} | ${r.errors}${r.errors ? ` (${[...r.statuses].map(([s, n]) => `${s}×${n}`).join(' ')})` : ''}`,
+      );
     }
-    console.log(`all routes | ${total} | ${(total / loadSeconds).toFixed(1)} | | | ${errors} (error rate ${((100 * errors) / Math.max(1, total)).toFixed(3)} %)`);
-    console.log(`events: ${recorded} recorded, ${acknowledged} acknowledged (${(acknowledged / loadSeconds).toFixed(0)}/s), ${dropped} dropped; guard answers from failMode: ${failModeAnswers}`);
+    console.log(
+      `all routes | ${total} | ${(total / loadSeconds).toFixed(1)} | | | ${errors} (error rate ${((100 * errors) / Math.max(1, total)).toFixed(3)} %)`,
+    );
+    console.log(
+      `events: ${recorded} recorded, ${acknowledged} acknowledged (${(acknowledged / loadSeconds).toFixed(0)}/s), ${dropped} dropped; guard answers from failMode: ${failModeAnswers}`,
+    );
     const rssValues = rss.map((r) => r.mib);
     const half = rssValues.slice(Math.floor(rssValues.length / 2));
-    console.log(`service RSS: start ${rss[0].mib} MiB, end ${rss[rss.length - 1].mib} MiB, peak ${Math.max(...rssValues)} MiB, median of the second half ${median(half)} MiB (samples: ${rss.map((r) => `${r.at}s=${r.mib}`).join(' ')})`);
+    console.log(
+      `service RSS: start ${rss[0].mib} MiB, end ${rss[rss.length - 1].mib} MiB, peak ${Math.max(...rssValues)} MiB, median of the second half ${median(half)} MiB (samples: ${rss.map((r) => `${r.at}s=${r.mib}`).join(' ')})`,
+    );
 
     // --- Ledger ---------------------------------------------------------------------------------
-    const stored = Number((await pool.query(`SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`, [project.id])).rows[0].n);
+    const stored = Number(
+      (
+        await pool.query(`SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`, [
+          project.id,
+        ])
+      ).rows[0].n,
+    );
     const perResource = new Map<string, number>(
-      (await pool.query(`SELECT resource_id, sum(input_tokens + output_tokens)::bigint AS t FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded' GROUP BY resource_id`, [project.id])).rows.map((r) => [r.resource_id, Number(r.t)]),
+      (
+        await pool.query(
+          `SELECT resource_id, sum(input_tokens + output_tokens)::bigint AS t FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded' GROUP BY resource_id`,
+          [project.id],
+        )
+      ).rows.map((r) => [r.resource_id, Number(r.t)]),
     );
     const logSum = [...perResource.values()].reduce((a, b) => a + b, 0);
     let guardMismatches = 0;
     for (const resourceId of RESOURCES) {
-      const g = await guard.guard.check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }] });
+      const g = await guard.guard.check({
+        context: { resourceId },
+        limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }],
+      });
       const usage = (g as any).usage?.[`resource:${resourceId}@24h`]?.totalTokens;
       if (usage !== (perResource.get(resourceId) ?? 0)) guardMismatches++;
     }
@@ -273,12 +393,22 @@ async function main() {
     const catchUpStarted = Date.now();
     let metric: any;
     for (;;) {
-      metric = await timedJson(svc.url, 'POST', '/api/observability/metrics/aggregate', project.key, { name: TOTALS, aggregation: 'sum' });
+      metric = await timedJson(svc.url, 'POST', '/api/observability/metrics/aggregate', project.key, {
+        name: TOTALS,
+        aggregation: 'sum',
+      });
       if (metric.lag?.events === 0 || Date.now() - catchUpStarted > 300_000) break;
       await sleep(500);
     }
-    const balanced = acknowledged === stored && dropped === 0 && guardMismatches === 0 && metric.value === logSum && metric.lag.events === 0;
-    console.log(`\nledger: acknowledged ${acknowledged} = stored ${stored}: ${acknowledged === stored}; guard usage = log sum on ${RESOURCES.length - guardMismatches}/${RESOURCES.length} resources; metric aggregate ${metric.value} = log sum ${logSum}: ${metric.value === logSum} (projection caught up ${Date.now() - catchUpStarted} ms after the load, lag ${metric.lag?.events})`);
+    const balanced =
+      acknowledged === stored &&
+      dropped === 0 &&
+      guardMismatches === 0 &&
+      metric.value === logSum &&
+      metric.lag.events === 0;
+    console.log(
+      `\nledger: acknowledged ${acknowledged} = stored ${stored}: ${acknowledged === stored}; guard usage = log sum on ${RESOURCES.length - guardMismatches}/${RESOURCES.length} resources; metric aggregate ${metric.value} = log sum ${logSum}: ${metric.value === logSum} (projection caught up ${Date.now() - catchUpStarted} ms after the load, lag ${metric.lag?.events})`,
+    );
     console.log(balanced ? 'ledger balances' : 'LEDGER DOES NOT BALANCE');
 
     // --- CPU per operation -----------------------------------------------------------------------

@@ -28,7 +28,12 @@ const KEEPUP_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const INGEST_BATCH = 100;
 
 const ingestModels = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-0', 'gemini-2.5-flash'];
-const ingestProviders: Record<string, string> = { 'gpt-4o': 'openai', 'gpt-4o-mini': 'openai', 'claude-sonnet-4-0': 'anthropic', 'gemini-2.5-flash': 'google' };
+const ingestProviders: Record<string, string> = {
+  'gpt-4o': 'openai',
+  'gpt-4o-mini': 'openai',
+  'claude-sonnet-4-0': 'anthropic',
+  'gemini-2.5-flash': 'google',
+};
 
 /** The step bench:ingest sends (runs of 10 steps with their own thread, 500 resources, 300 users, the last hour). */
 function ingestEvent(i: number, round: number) {
@@ -68,7 +73,8 @@ async function keepUp(prisma: PrismaService): Promise<void> {
     const send = async (events: ReturnType<typeof ingestEvent>[]) => {
       const res = await fetch(`${svc.url}/v1/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
       const body = (await res.json()) as { accepted: number };
-      if (res.status !== 200 || body.accepted !== events.length) throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+      if (res.status !== 200 || body.accepted !== events.length)
+        throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
     };
     const ingest = async (total: number, round: number) => {
       let next = 0;
@@ -78,7 +84,9 @@ async function keepUp(prisma: PrismaService): Promise<void> {
           while (next < total) {
             const from = next;
             next += INGEST_BATCH;
-            await send(Array.from({ length: Math.min(INGEST_BATCH, total - from) }, (_, j) => ingestEvent(from + j, round)));
+            await send(
+              Array.from({ length: Math.min(INGEST_BATCH, total - from) }, (_, j) => ingestEvent(from + j, round)),
+            );
           }
         }),
       );
@@ -111,10 +119,14 @@ async function keepUp(prisma: PrismaService): Promise<void> {
       ingestRates.push(await ingest(KEEPUP_EVENTS, round));
       const p = await project_();
       projectRates.push(p.rate);
-      log(`  round ${round}: ingest ${Math.round(ingestRates.at(-1)!).toLocaleString('en-US')} events/s, projector ${Math.round(p.rate).toLocaleString('en-US')} events/s`);
+      log(
+        `  round ${round}: ingest ${Math.round(ingestRates.at(-1)!).toLocaleString('en-US')} events/s, projector ${Math.round(p.rate).toLocaleString('en-US')} events/s`,
+      );
     }
     const ratio = median(projectRates) / median(ingestRates);
-    log(`projector vs ingest (${KEEPUP_ROUNDS} rounds of ${KEEPUP_EVENTS.toLocaleString('en-US')} steps): ingest median ${Math.round(median(ingestRates)).toLocaleString('en-US')} events/s, projector catch-up median ${Math.round(median(projectRates)).toLocaleString('en-US')} events/s = ${ratio.toFixed(2)}× (target ≥ 1.5×)`);
+    log(
+      `projector vs ingest (${KEEPUP_ROUNDS} rounds of ${KEEPUP_EVENTS.toLocaleString('en-US')} steps): ingest median ${Math.round(median(ingestRates)).toLocaleString('en-US')} events/s, projector catch-up median ${Math.round(median(projectRates)).toLocaleString('en-US')} events/s = ${ratio.toFixed(2)}× (target ≥ 1.5×)`,
+    );
   } finally {
     await svc.stop();
   }
@@ -140,7 +152,8 @@ async function recreate(url: string) {
  */
 async function generate(prisma: PrismaService, now: number) {
   await prisma.$executeRawUnsafe(`INSERT INTO projects (id, name) VALUES ($1, 'bench')`, PROJECT);
-  for (let m = -2; m <= 1; m++) await prisma.$executeRawUnsafe(`SELECT ensure_event_partition(now() + make_interval(months => ${m}))`);
+  for (let m = -2; m <= 1; m++)
+    await prisma.$executeRawUnsafe(`SELECT ensure_event_partition(now() + make_interval(months => ${m}))`);
   const chunk = 100_000;
   const started = Date.now();
   for (let from = 0; from < EVENTS; from += chunk) {
@@ -162,7 +175,11 @@ async function generate(prisma: PrismaService, now: number) {
               jsonb_build_object('tier', CASE WHEN r % 4 = 0 THEN 'pro' ELSE 'free' END), ARRAY['bench']
          FROM (SELECT i, i / 8 AS r, abs(hashint4(i)::bigint) AS hashint, 100 + abs(hashint4(i)::bigint) % 4000 AS inp, abs(hashint4(i + 7)::bigint) % 1200 AS outp
                  FROM generate_series($4::int, $5::int) AS i) g`,
-      PROJECT, String(now), EVENTS, from, Math.min(from + chunk, EVENTS) - 1,
+      PROJECT,
+      String(now),
+      EVENTS,
+      from,
+      Math.min(from + chunk, EVENTS) - 1,
     );
   }
   await prisma.$executeRawUnsafe('ANALYZE events');
@@ -175,7 +192,11 @@ function stats(ms: number[]) {
   return { p50: at(0.5), p99: at(0.99) };
 }
 
-async function time(fn: () => Promise<unknown>, runs: number, warmups: number): Promise<{ p50: number; p99: number; result: unknown }> {
+async function time(
+  fn: () => Promise<unknown>,
+  runs: number,
+  warmups: number,
+): Promise<{ p50: number; p99: number; result: unknown }> {
   let result: unknown;
   for (let i = 0; i < warmups; i++) result = await fn();
   const ms: number[] = [];
@@ -189,7 +210,9 @@ async function time(fn: () => Promise<unknown>, runs: number, warmups: number): 
 
 async function main() {
   const now = Date.now();
-  log(`bench:metrics — ${EVENTS.toLocaleString('en-US')} events over 30 days (noisy, shared machine: compare the ratios)`);
+  log(
+    `bench:metrics — ${EVENTS.toLocaleString('en-US')} events over 30 days (noisy, shared machine: compare the ratios)`,
+  );
   await recreate(URL_);
   const prisma = new PrismaService(URL_, 4);
   const genSeconds = await generate(prisma, now);
@@ -204,16 +227,35 @@ async function main() {
     if (r.caughtUp) break;
   }
   const projSeconds = (Date.now() - t0) / 1000;
-  const [{ rows }] = await prisma.$queryRawUnsafe<{ rows: number }[]>(`SELECT (SELECT count(*) FROM metric_rollups) + (SELECT count(*) FROM metric_scope_rollups) AS rows`);
-  log(`projection from position 0: ${projected.toLocaleString('en-US')} events in ${projSeconds.toFixed(1)} s = ${Math.round(projected / projSeconds).toLocaleString('en-US')} events/s (${Number(rows).toLocaleString('en-US')} rollup rows)`);
+  const [{ rows }] = await prisma.$queryRawUnsafe<{ rows: number }[]>(
+    `SELECT (SELECT count(*) FROM metric_rollups) + (SELECT count(*) FROM metric_scope_rollups) AS rows`,
+  );
+  log(
+    `projection from position 0: ${projected.toLocaleString('en-US')} events in ${projSeconds.toFixed(1)} s = ${Math.round(projected / projSeconds).toLocaleString('en-US')} events/s (${Number(rows).toLocaleString('en-US')} rollup rows)`,
+  );
   await prisma.$executeRawUnsafe('ANALYZE');
 
   const start = new Date(now - 30 * DAY);
   const cases: { label: string; names: string[]; filters: any; shape: { groups?: string[] } }[] = [
     { label: 'aggregate 30d, whole project', names: TOTALS, filters: { timestamp: { start } }, shape: {} },
-    { label: 'aggregate 30d, one resource (agents)', names: TOTALS, filters: { timestamp: { start }, resourceId: 'resource-42', entityType: 'agent' }, shape: {} },
-    { label: 'breakdown by model, 30d', names: TOTALS, filters: { timestamp: { start } }, shape: { groups: ['model'] } },
-    { label: 'timeseries 1h over 30d', names: TOTALS, filters: { timestamp: { start } }, shape: { bucketMs: 3_600_000 } as any },
+    {
+      label: 'aggregate 30d, one resource (agents)',
+      names: TOTALS,
+      filters: { timestamp: { start }, resourceId: 'resource-42', entityType: 'agent' },
+      shape: {},
+    },
+    {
+      label: 'breakdown by model, 30d',
+      names: TOTALS,
+      filters: { timestamp: { start } },
+      shape: { groups: ['model'] },
+    },
+    {
+      label: 'timeseries 1h over 30d',
+      names: TOTALS,
+      filters: { timestamp: { start } },
+      shape: { bucketMs: 3_600_000 } as any,
+    },
   ];
   log('');
   log('query                                    rollups p50 / p99 ms    raw p50 / p99 ms     p50 ratio  same answer');
@@ -223,10 +265,14 @@ async function main() {
     const fast = await time(() => aggregateRecords(prisma, q, plan), RUNS, 3);
     const raw = await time(() => aggregateRecords(prisma, q, { cube: 'project', levels: [] }), RAW_RUNS, 1);
     const same = JSON.stringify((fast.result as any).rows) === JSON.stringify((raw.result as any).rows);
-    log(`${c.label.padEnd(40)} ${fast.p50.toFixed(2).padStart(8)} / ${fast.p99.toFixed(2).padStart(7)}    ${raw.p50.toFixed(1).padStart(8)} / ${raw.p99.toFixed(1).padStart(7)}    ${(raw.p50 / fast.p50).toFixed(0).padStart(6)}×    ${same ? 'yes' : 'NO'}`);
+    log(
+      `${c.label.padEnd(40)} ${fast.p50.toFixed(2).padStart(8)} / ${fast.p99.toFixed(2).padStart(7)}    ${raw.p50.toFixed(1).padStart(8)} / ${raw.p99.toFixed(1).padStart(7)}    ${(raw.p50 / fast.p50).toFixed(0).padStart(6)}×    ${same ? 'yes' : 'NO'}`,
+    );
   }
   log('');
-  log(`rollup queries: ${RUNS} runs each, raw baseline: ${RAW_RUNS} runs each (after 3 and 1 warm-ups). Target: aggregate p50 ≤ 10 ms and ≥ 20× raw.`);
+  log(
+    `rollup queries: ${RUNS} runs each, raw baseline: ${RAW_RUNS} runs each (after 3 and 1 warm-ups). Target: aggregate p50 ≤ 10 ms and ≥ 20× raw.`,
+  );
   log('');
   await keepUp(prisma);
   await prisma.onModuleDestroy();

@@ -38,9 +38,11 @@ function prng(seed: number) {
   };
 }
 
-const WORDS = ('the invoice for march was paid twice so we need a refund of 1,250.00 EUR to account FR76 3000 6000 0112 3456 7890 189 ' +
+const WORDS = (
+  'the invoice for march was paid twice so we need a refund of 1,250.00 EUR to account FR76 3000 6000 0112 3456 7890 189 ' +
   'please check the order status: shipped via DHL, tracking JD014600006254123456, ETA 3 days; customer asked about café opening hours ' +
-  'and whether the naïve approach to caching is fine — it is not 😅 because keys collide when ids are reused across tenants').split(' ');
+  'and whether the naïve approach to caching is fine — it is not 😅 because keys collide when ids are reused across tenants'
+).split(' ');
 
 interface Template {
   id: string;
@@ -59,11 +61,27 @@ function makeThread(count: number, seed = 42, prefix = 'bench'): Template[] {
     if (i % 10 === 9) {
       const args = { query: sentence(6), limit: 5 };
       const result = { hits: Array.from({ length: 3 }, () => ({ title: sentence(5), snippet: sentence(20) })) };
-      const toolInvocation = { state: 'result', toolCallId: `call-${i}`, toolName: 'searchKnowledgeBase', args, result };
-      return { id, role: 'assistant', createdAt, content: { format: 2, parts: [{ type: 'tool-invocation', toolInvocation }] } };
+      const toolInvocation = {
+        state: 'result',
+        toolCallId: `call-${i}`,
+        toolName: 'searchKnowledgeBase',
+        args,
+        result,
+      };
+      return {
+        id,
+        role: 'assistant',
+        createdAt,
+        content: { format: 2, parts: [{ type: 'tool-invocation', toolInvocation }] },
+      };
     }
     const role = i % 2 === 0 ? 'user' : 'assistant';
-    return { id, role, createdAt, content: { format: 2, parts: [{ type: 'text', text: sentence(20 + Math.floor(random() * 120)) }] } };
+    return {
+      id,
+      role,
+      createdAt,
+      content: { format: 2, parts: [{ type: 'text', text: sentence(20 + Math.floor(random() * 120)) }] },
+    };
   });
 }
 
@@ -111,7 +129,12 @@ async function accuracy(history: Template[]) {
   const ours = new TokenLimiterProcessor({ limit: 1, countCache: false });
   const mastra = new MastraTokenLimiter({ limit: 1 });
   const MASTRA_TOKENS_PER_MESSAGE = 3.8; // Mastra's fixed framing per message (token-limiter.ts)
-  let exactOurs = 0, estOurs = 0, exactMastra = 0, estMastra = 0, worstOurs = 0, worstMastra = 0;
+  let exactOurs = 0,
+    estOurs = 0,
+    exactMastra = 0,
+    estMastra = 0,
+    worstOurs = 0,
+    worstMastra = 0;
   for (const m of history) {
     const part = m.content.parts[0]!;
     if (part.type !== 'text') continue;
@@ -122,21 +145,38 @@ async function accuracy(history: Template[]) {
     // Mastra estimates role and text joined as one string.
     const e2 = exact(m.role + body);
     const t = (await mastra.countMessage(m as never)) - MASTRA_TOKENS_PER_MESSAGE;
-    exactOurs += e1; estOurs += o; exactMastra += e2; estMastra += t;
+    exactOurs += e1;
+    estOurs += o;
+    exactMastra += e2;
+    estMastra += t;
     worstOurs = Math.max(worstOurs, Math.abs(o - e1) / e1);
     worstMastra = Math.max(worstMastra, Math.abs(t - e2) / e2);
   }
   const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
   console.log('\nAccuracy against exact o200k_base counts (text messages, framing excluded):');
-  console.log(`  ours    total ${estOurs} vs exact ${exactOurs}: ${pct((estOurs - exactOurs) / exactOurs)} off, worst message ${pct(worstOurs)}`);
-  console.log(`  mastra  total ${estMastra.toFixed(0)} vs exact ${exactMastra}: ${pct((estMastra - exactMastra) / exactMastra)} off, worst message ${pct(worstMastra)}`);
+  console.log(
+    `  ours    total ${estOurs} vs exact ${exactOurs}: ${pct((estOurs - exactOurs) / exactOurs)} off, worst message ${pct(worstOurs)}`,
+  );
+  console.log(
+    `  mastra  total ${estMastra.toFixed(0)} vs exact ${exactMastra}: ${pct((estMastra - exactMastra) / exactMastra)} off, worst message ${pct(worstMastra)}`,
+  );
 }
 
 /** The follow-up messages added one per step. */
 function followUps(thread: Template[]): Template[] {
-  return thread.slice(HISTORY).map((m, i) =>
-    ({ ...m, role: 'user', content: { format: 2, parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }] } }) as Template,
-  );
+  return thread
+    .slice(HISTORY)
+    .map(
+      (m, i) =>
+        ({
+          ...m,
+          role: 'user',
+          content: {
+            format: 2,
+            parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }],
+          },
+        }) as Template,
+    );
 }
 
 /**
@@ -151,9 +191,13 @@ async function startup(which: string, limit: number) {
   const limiter: Limiter =
     which === 'ours'
       ? // eslint-disable-next-line @typescript-eslint/no-require-imports
-        new (require('../../libs/processors/src') as typeof import('../../libs/processors/src')).TokenLimiterProcessor({ limit })
+        new (require('../../libs/processors/src') as typeof import('../../libs/processors/src')).TokenLimiterProcessor({
+          limit,
+        })
       : // eslint-disable-next-line @typescript-eslint/no-require-imports
-        new (require('@mastra/core/processors') as typeof import('@mastra/core/processors')).TokenLimiterProcessor({ limit });
+        new (require('@mastra/core/processors') as typeof import('@mastra/core/processors')).TokenLimiterProcessor({
+          limit,
+        });
   const constructed = performance.now() - t0;
   // The limiter's own time: building it (ours loads the tokenizer then) and its 20 steps.
   const steps = await timeRun(limiter, thread.slice(0, HISTORY), followUps(thread), 'startup');
@@ -177,7 +221,9 @@ async function main() {
   const thread = makeThread(HISTORY + STEPS);
   const history = thread.slice(0, HISTORY);
   const extra = followUps(thread);
-  console.log(`TokenLimiterProcessor.processInputStep — ${HISTORY} history messages, +1 message per step, ${STEPS} steps, ${REPETITIONS} runs of the same thread`);
+  console.log(
+    `TokenLimiterProcessor.processInputStep — ${HISTORY} history messages, +1 message per step, ${STEPS} steps, ${REPETITIONS} runs of the same thread`,
+  );
   console.log(`Node ${process.version}, @mastra/core ${require('@mastra/core/package.json').version}\n`);
 
   for (const { name, limit } of CASES) {
@@ -189,7 +235,13 @@ async function main() {
     await timeRun(new TokenLimiterProcessor({ limit, countCache: false }), warm, extra);
     await timeRun(new MastraTokenLimiter({ limit }), warm, extra);
 
-    const times = { ours: [] as number[], uncached: [] as number[], mastra: [] as number[], fresh: [] as number[], mastraFresh: [] as number[] };
+    const times = {
+      ours: [] as number[],
+      uncached: [] as number[],
+      mastra: [] as number[],
+      fresh: [] as number[],
+      mastraFresh: [] as number[],
+    };
     for (let rep = 0; rep < REPETITIONS; rep++) {
       // Interleaved, so drift in machine load hits all alike.
       times.mastra.push(await timeRun(mastra, history, extra));
@@ -198,26 +250,50 @@ async function main() {
       // A thread this process has never seen, on a new processor: nothing counted yet.
       const other = makeThread(HISTORY + STEPS, 1_000 + rep, `thread-${rep}`);
       const [otherHistory, otherExtra] = [other.slice(0, HISTORY), followUps(other)];
-      times.mastraFresh.push(await timeRun(new MastraTokenLimiter({ limit }), otherHistory, otherExtra, `thread-${rep}`));
+      times.mastraFresh.push(
+        await timeRun(new MastraTokenLimiter({ limit }), otherHistory, otherExtra, `thread-${rep}`),
+      );
       times.fresh.push(await timeRun(new TokenLimiterProcessor({ limit }), otherHistory, otherExtra, `thread-${rep}`));
     }
     const start = startupTimes(limit, STARTUP_RUNS);
-    const m = median(times.mastra), o = median(times.ours), u = median(times.uncached), cold = times.ours[0]!;
-    const f = median(times.fresh), mf = median(times.mastraFresh), so = median(start.ours), sm = median(start.mastra);
+    const m = median(times.mastra),
+      o = median(times.ours),
+      u = median(times.uncached),
+      cold = times.ours[0]!;
+    const f = median(times.fresh),
+      mf = median(times.mastraFresh),
+      so = median(start.ours),
+      sm = median(start.mastra);
     const kept = await (async () => {
       const list = new MessageList();
       list.addSystem('You are a support agent. Answer briefly and cite the knowledge base.');
       list.add(structuredClone(history) as never, 'memory');
-      await ours.processInputStep({ messageList: list, messages: [], abort: () => { throw new Error('abort'); } } as never);
+      await ours.processInputStep({
+        messageList: list,
+        messages: [],
+        abort: () => {
+          throw new Error('abort');
+        },
+      } as never);
       return list.get.all.db().length;
     })();
-    console.log(`Case: ${name} (limit ${limit.toLocaleString('en-US')}; ours keeps ${kept} of ${HISTORY} history messages)`);
+    console.log(
+      `Case: ${name} (limit ${limit.toLocaleString('en-US')}; ours keeps ${kept} of ${HISTORY} history messages)`,
+    );
     console.log(`  @mastra/core TokenLimiterProcessor  median ${ms(m)}   runs: ${times.mastra.map(ms).join(', ')}`);
-    console.log(`  ours (count cache)                  median ${ms(o)}   runs: ${times.ours.map(ms).join(', ')}   (first run, cold cache: ${ms(cold)})`);
+    console.log(
+      `  ours (count cache)                  median ${ms(o)}   runs: ${times.ours.map(ms).join(', ')}   (first run, cold cache: ${ms(cold)})`,
+    );
     console.log(`  ours (cache disabled)               median ${ms(u)}   runs: ${times.uncached.map(ms).join(', ')}`);
-    console.log(`  ratio ours/mastra ${(o / m).toFixed(3)}×   cold ours/mastra ${(cold / m).toFixed(3)}×   uncached/mastra ${(u / m).toFixed(3)}×`);
-    console.log(`  new thread, warm process:  ours median ${ms(f)} vs mastra ${ms(mf)}   ratio ${(f / mf).toFixed(3)}×   runs: ${times.fresh.map(ms).join(', ')}`);
-    console.log(`  process start-up:          ours median ${ms(so)} vs mastra ${ms(sm)}   ratio ${(so / sm).toFixed(3)}×   runs: ${start.ours.map(ms).join(', ')}\n`);
+    console.log(
+      `  ratio ours/mastra ${(o / m).toFixed(3)}×   cold ours/mastra ${(cold / m).toFixed(3)}×   uncached/mastra ${(u / m).toFixed(3)}×`,
+    );
+    console.log(
+      `  new thread, warm process:  ours median ${ms(f)} vs mastra ${ms(mf)}   ratio ${(f / mf).toFixed(3)}×   runs: ${times.fresh.map(ms).join(', ')}`,
+    );
+    console.log(
+      `  process start-up:          ours median ${ms(so)} vs mastra ${ms(sm)}   ratio ${(so / sm).toFixed(3)}×   runs: ${start.ours.map(ms).join(', ')}\n`,
+    );
   }
   await accuracy(history);
   await costGuardOverhead();

@@ -53,7 +53,15 @@ function callerOverhead(n: number) {
     for (let i = 0; i < n; i++) noop(events[i]);
     nsNoop.push(Number(process.hrtime.bigint() - t) / n);
 
-    const client = new TollgateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'bench', fetch: hanging, maxBufferSize: n, maxBatchSize: 1000, flushIntervalMs: 3_600_000, concurrency: 1 });
+    const client = new TollgateClient({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: 'bench',
+      fetch: hanging,
+      maxBufferSize: n,
+      maxBatchSize: 1000,
+      flushIntervalMs: 3_600_000,
+      concurrency: 1,
+    });
     gc();
     const before = process.memoryUsage().heapUsed;
     t = process.hrtime.bigint();
@@ -61,7 +69,8 @@ function callerOverhead(n: number) {
     nsRecord.push(Number(process.hrtime.bigint() - t) / n);
     gc();
     bytesSdk.push((process.memoryUsage().heapUsed - before) / n);
-    if (client.events.stats.buffered !== n) throw new Error(`expected ${n} buffered, got ${client.events.stats.buffered}`);
+    if (client.events.stats.buffered !== n)
+      throw new Error(`expected ${n} buffered, got ${client.events.stats.buffered}`);
 
     gc();
     const before2 = process.memoryUsage().heapUsed;
@@ -72,7 +81,12 @@ function callerOverhead(n: number) {
     if (kept.length !== n) throw new Error('unreachable');
   }
   if (sink < 0) console.log(sink);
-  return { nsRecord: median(nsRecord), nsNoop: median(nsNoop), bytesSdk: median(bytesSdk), bytesArray: median(bytesArray) };
+  return {
+    nsRecord: median(nsRecord),
+    nsNoop: median(nsNoop),
+    bytesSdk: median(bytesSdk),
+    bytesArray: median(bytesArray),
+  };
 }
 
 function freePort(): Promise<number> {
@@ -101,7 +115,13 @@ async function startApi(): Promise<{ url: string; stop: () => void }> {
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)) return { url, stop: () => child.kill('SIGTERM') };
+    if (
+      await fetch(`${url}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { url, stop: () => child.kill('SIGTERM') };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
@@ -110,7 +130,11 @@ async function startApi(): Promise<{ url: string; stop: () => void }> {
 
 async function newKey(url: string, scopes: string[] = ['ingest']): Promise<string> {
   const post = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<{ id: string; key: string }>;
   };
@@ -119,7 +143,13 @@ async function newKey(url: string, scopes: string[] = ['ingest']): Promise<strin
 }
 
 async function viaSdk(url: string, n: number): Promise<number> {
-  const client = new TollgateClient({ baseUrl: url, apiKey: await newKey(url), maxBufferSize: n, maxBatchSize: 500, concurrency: 2 });
+  const client = new TollgateClient({
+    baseUrl: url,
+    apiKey: await newKey(url),
+    maxBufferSize: n,
+    maxBatchSize: 500,
+    concurrency: 2,
+  });
   const t = performance.now();
   for (let i = 0; i < n; i++) client.events.record(makeEvent(i));
   await client.shutdown({ timeoutMs: 600_000 });
@@ -134,13 +164,25 @@ async function viaRawFetch(url: string, n: number): Promise<number> {
   const at = new Date().toISOString();
   const bodies: string[] = [];
   for (let i = 0; i < n; i += 500) {
-    bodies.push(JSON.stringify({ events: Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ ...makeEvent(i + j), eventId: randomUUID(), occurredAt: at })) }));
+    bodies.push(
+      JSON.stringify({
+        events: Array.from({ length: Math.min(500, n - i) }, (_, j) => ({
+          ...makeEvent(i + j),
+          eventId: randomUUID(),
+          occurredAt: at,
+        })),
+      }),
+    );
   }
   let next = 0;
   const worker = async () => {
     while (next < bodies.length) {
       const body = bodies[next++];
-      const res = await fetch(`${url}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+      const res = await fetch(`${url}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body,
+      });
       if (!res.ok) throw new Error(`raw fetch: ${res.status}`);
       await res.text();
     }
@@ -164,19 +206,32 @@ async function callLatency(url: string) {
   const key = await newKey(url, ['guard', 'read']);
   const pooled = new TollgateClient({ baseUrl: url, apiKey: key });
   const viaFetch = new TollgateClient({ baseUrl: url, apiKey: key, fetch: globalThis.fetch as unknown as FetchLike });
-  const check = (c: TollgateClient) => (i: number) => c.guard.check({ context: { runId: `bench-run-${i % 50}` }, limits: [{ scope: 'run', maxCost: 1 }], dryRun: true });
+  const check = (c: TollgateClient) => (i: number) =>
+    c.guard.check({ context: { runId: `bench-run-${i % 50}` }, limits: [{ scope: 'run', maxCost: 1 }], dryRun: true });
   const discover = (c: TollgateClient) => () => c.metrics.discovery.entityTypes();
   const N = Number(process.env.BENCH_CALLS ?? 300);
   // Warm both (connections, JIT, the service's caches) before measuring.
   for (const c of [pooled, viaFetch]) for (let i = 0; i < 50; i++) await check(c)(i);
-  const rounds = { checkPooled: [] as number[], checkFetch: [] as number[], getPooled: [] as number[], getFetch: [] as number[] };
+  const rounds = {
+    checkPooled: [] as number[],
+    checkFetch: [] as number[],
+    getPooled: [] as number[],
+    getFetch: [] as number[],
+  };
   for (let r = 0; r < ROUNDS * 2 - 1; r++) {
     rounds.checkFetch.push(await perCall(N, check(viaFetch)));
     rounds.checkPooled.push(await perCall(N, check(pooled)));
     rounds.getFetch.push(await perCall(N, discover(viaFetch)));
     rounds.getPooled.push(await perCall(N, discover(pooled)));
   }
-  return { n: N, rounds: ROUNDS * 2 - 1, checkPooled: median(rounds.checkPooled), checkFetch: median(rounds.checkFetch), getPooled: median(rounds.getPooled), getFetch: median(rounds.getFetch) };
+  return {
+    n: N,
+    rounds: ROUNDS * 2 - 1,
+    checkPooled: median(rounds.checkPooled),
+    checkFetch: median(rounds.checkFetch),
+    getPooled: median(rounds.getPooled),
+    getFetch: median(rounds.getFetch),
+  };
 }
 
 async function main() {
@@ -185,8 +240,12 @@ async function main() {
   const o = callerOverhead(n);
   console.log(`events.record caller overhead (${n} calls, median of ${ROUNDS}):`);
   console.log(`  no-op function        ${o.nsNoop.toFixed(1)} ns/call`);
-  console.log(`  events.record         ${o.nsRecord.toFixed(1)} ns/call  (${(o.nsRecord / o.nsNoop).toFixed(0)}x the no-op; validation + JSON + buffering)`);
-  console.log(`  heap per buffered event: SDK ${o.bytesSdk.toFixed(0)} B, the event object kept in an array ${o.bytesArray.toFixed(0)} B (ratio ${(o.bytesSdk / o.bytesArray).toFixed(2)})`);
+  console.log(
+    `  events.record         ${o.nsRecord.toFixed(1)} ns/call  (${(o.nsRecord / o.nsNoop).toFixed(0)}x the no-op; validation + JSON + buffering)`,
+  );
+  console.log(
+    `  heap per buffered event: SDK ${o.bytesSdk.toFixed(0)} B, the event object kept in an array ${o.bytesArray.toFixed(0)} B (ratio ${(o.bytesSdk / o.bytesArray).toFixed(2)})`,
+  );
 
   const api = await startApi();
   try {
@@ -199,11 +258,19 @@ async function main() {
     }
     console.log(`end to end into the API on PostgreSQL (${e2e} events, median of 3, batches of 500, 2 in flight):`);
     console.log(`  raw fetch of pre-built batches  ${median(raw).toFixed(0)} events/s`);
-    console.log(`  TollgateClient.events.record    ${median(sdk).toFixed(0)} events/s  (ratio ${(median(sdk) / median(raw)).toFixed(2)})`);
+    console.log(
+      `  TollgateClient.events.record    ${median(sdk).toFixed(0)} events/s  (ratio ${(median(sdk) / median(raw)).toFixed(2)})`,
+    );
     const l = await callLatency(api.url);
-    console.log(`per-call latency, one call at a time (${l.n} calls a round, median of ${l.rounds} interleaved rounds):`);
-    console.log(`  guard.check   runtime fetch ${l.checkFetch.toFixed(0)} µs, keep-alive pool (default) ${l.checkPooled.toFixed(0)} µs  (ratio ${(l.checkPooled / l.checkFetch).toFixed(2)})`);
-    console.log(`  discovery GET runtime fetch ${l.getFetch.toFixed(0)} µs, keep-alive pool (default) ${l.getPooled.toFixed(0)} µs  (ratio ${(l.getPooled / l.getFetch).toFixed(2)})`);
+    console.log(
+      `per-call latency, one call at a time (${l.n} calls a round, median of ${l.rounds} interleaved rounds):`,
+    );
+    console.log(
+      `  guard.check   runtime fetch ${l.checkFetch.toFixed(0)} µs, keep-alive pool (default) ${l.checkPooled.toFixed(0)} µs  (ratio ${(l.checkPooled / l.checkFetch).toFixed(2)})`,
+    );
+    console.log(
+      `  discovery GET runtime fetch ${l.getFetch.toFixed(0)} µs, keep-alive pool (default) ${l.getPooled.toFixed(0)} µs  (ratio ${(l.getPooled / l.getFetch).toFixed(2)})`,
+    );
   } finally {
     api.stop();
   }

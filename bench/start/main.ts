@@ -16,19 +16,35 @@ const ROOT = join(__dirname, '..', '..', '..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_start';
 const PORT = 4900 + Math.floor(Math.random() * 90);
-const env = { ...process.env, DATABASE_URL, PORT: String(PORT), HOST: '127.0.0.1', TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, QUEUE_PREFIX: `bench-start-${randomUUID().slice(0, 8)}`, LOG_LEVEL: 'warn' };
+const env = {
+  ...process.env,
+  DATABASE_URL,
+  PORT: String(PORT),
+  HOST: '127.0.0.1',
+  TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+  QUEUE_PREFIX: `bench-start-${randomUUID().slice(0, 8)}`,
+  LOG_LEVEL: 'warn',
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Seconds from `npm start` to a 200 from /health/ready; then the process group is stopped. */
 async function timeStart(): Promise<number> {
   const started = performance.now();
-  const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn('npm', ['start', '--silent'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}: ${stderr}`);
-      const ok = await fetch(`http://127.0.0.1:${PORT}/health/ready`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${PORT}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (performance.now() - started > 120_000) throw new Error('npm start was not ready within 120 s');
       await sleep(25);
@@ -61,7 +77,11 @@ async function main() {
   timeCommand(process.execPath, [join(ROOT, 'scripts/ensure-built.mjs')]);
   // The first start creates the database and applies the migrations; it is not counted.
   await timeStart();
-  const created = spawnSync('node', ['dist/apps/cli/src/main.js', 'projects', 'create', '--name', 'bench', '--json'], { cwd: ROOT, env, encoding: 'utf8' });
+  const created = spawnSync('node', ['dist/apps/cli/src/main.js', 'projects', 'create', '--name', 'bench', '--json'], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
   if (created.status !== 0) throw new Error(`projects create: ${created.stderr}`);
   const projectId = String(JSON.parse(created.stdout).id);
 
@@ -70,8 +90,12 @@ async function main() {
     rows.fingerprint.push(timeCommand(process.execPath, [join(ROOT, 'scripts/ensure-built.mjs')]));
     rows.start.push(await timeStart());
     rows.help.push(timeCommand('npm', ['run', '--silent', 'tollgate', '--', 'help']));
-    rows.keysList.push(timeCommand('npm', ['run', '--silent', 'tollgate', '--', 'keys', 'list', '--project', projectId]));
-    rows.keysListNode.push(timeCommand(process.execPath, ['dist/apps/cli/src/main.js', 'keys', 'list', '--project', projectId]));
+    rows.keysList.push(
+      timeCommand('npm', ['run', '--silent', 'tollgate', '--', 'keys', 'list', '--project', projectId]),
+    );
+    rows.keysListNode.push(
+      timeCommand(process.execPath, ['dist/apps/cli/src/main.js', 'keys', 'list', '--project', projectId]),
+    );
   }
 
   // The baseline: what each of these paid before — a full build (prisma generate, tsc, tsc-alias).

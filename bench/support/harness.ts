@@ -35,9 +35,20 @@ export interface ServiceProcess {
 /** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
 export async function startServiceProcess(entry: 'main' | 'api', env: Record<string, string>): Promise<ServiceProcess> {
   const port = 4000 + Math.floor(Math.random() * 2000);
-  const script = entry === 'main' ? join(__dirname, '..', '..', 'apps', 'main.js') : join(__dirname, '..', '..', 'apps', 'api', 'src', 'main.js');
+  const script =
+    entry === 'main'
+      ? join(__dirname, '..', '..', 'apps', 'main.js')
+      : join(__dirname, '..', '..', 'apps', 'api', 'src', 'main.js');
   const child = spawn(process.execPath, [script], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`, ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      TOLLGATE_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+      QUEUE_PREFIX: `bench-${randomUUID().slice(0, 8)}`,
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -63,9 +74,16 @@ export async function startServiceProcess(entry: 'main' | 'api', env: Record<str
   };
 }
 
-export async function createBenchProject(url: string, scopes = ['ingest', 'guard', 'read', 'admin']): Promise<{ id: string; key: string }> {
+export async function createBenchProject(
+  url: string,
+  scopes = ['ingest', 'guard', 'read', 'admin'],
+): Promise<{ id: string; key: string }> {
   const headers = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const p = await (await fetch(`${url}/v1/admin/projects`, { method: 'POST', headers, body: JSON.stringify({ name: "bench" }) })).json() as { id: string };
-  const k = await (await fetch(`${url}/v1/admin/projects/${p.id}/keys`, { method: 'POST', headers, body: JSON.stringify({ scopes }) })).json() as { key: string };
+  const p = (await (
+    await fetch(`${url}/v1/admin/projects`, { method: 'POST', headers, body: JSON.stringify({ name: 'bench' }) })
+  ).json()) as { id: string };
+  const k = (await (
+    await fetch(`${url}/v1/admin/projects/${p.id}/keys`, { method: 'POST', headers, body: JSON.stringify({ scopes }) })
+  ).json()) as { key: string };
   return { id: p.id, key: k.key };
 }

@@ -3,8 +3,22 @@
  * config runs it as the `processors` project (its own globalSetup then creates the test database
  * once); `npx jest -c libs/processors/jest.config.js` runs it alone, with this globalSetup. */
 const path = require('node:path');
-const swcTs = ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true }, target: 'es2022', keepClassNames: true }, module: { type: 'commonjs' } }];
-const swcJs = ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022', keepClassNames: true }, module: { type: 'commonjs' } }];
+const swcTs = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
+  },
+];
+const swcJs = [
+  '@swc/jest',
+  { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022', keepClassNames: true }, module: { type: 'commonjs' } },
+];
 module.exports = {
   displayName: 'processors',
   rootDir: path.resolve(__dirname, '../..'),

@@ -118,12 +118,20 @@ export const INJECTIONS = [
 export const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 
 // Every C0 and C1 control character, DEL, and both halves of a surrogate pair alone.
-const CONTROL = [...Array.from({ length: 32 }, (_, i) => i), 0x7f, ...Array.from({ length: 32 }, (_, i) => 0x80 + i), 0xd800, 0xdfff].map((c) => String.fromCharCode(c));
+const CONTROL = [
+  ...Array.from({ length: 32 }, (_, i) => i),
+  0x7f,
+  ...Array.from({ length: 32 }, (_, i) => 0x80 + i),
+  0xd800,
+  0xdfff,
+].map((c) => String.fromCharCode(c));
 /**
  * Where a character class ends: every control character is tried on the first string of a
  * request (and its first parameter), these elsewhere — a class that misses one misses an edge.
  */
-const CONTROL_EDGES = [0x00, 0x01, 0x09, 0x0a, 0x0d, 0x1b, 0x1f, 0x7f, 0x80, 0x85, 0x9f, 0xd800, 0xdfff].map((c) => String.fromCharCode(c));
+const CONTROL_EDGES = [0x00, 0x01, 0x09, 0x0a, 0x0d, 0x1b, 0x1f, 0x7f, 0x80, 0x85, 0x9f, 0xd800, 0xdfff].map((c) =>
+  String.fromCharCode(c),
+);
 const isSurrogate = (c: string) => c === '\ud800' || c === '\udfff';
 const charName = (c: string) => `U+${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
@@ -205,7 +213,12 @@ const MALFORMED_TIMESTAMPS = [
   '2026-01-01T00:00:00+25:00',
 ];
 /** Instants outside 2000-01-01..9999-12-31: refused where timestamps are bounded (most of them). */
-const OUT_OF_RANGE_TIMESTAMPS = ['1999-12-31T23:59:59Z', '0001-01-01T00:00:00Z', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z'];
+const OUT_OF_RANGE_TIMESTAMPS = [
+  '1999-12-31T23:59:59Z',
+  '0001-01-01T00:00:00Z',
+  '1970-01-01T00:00:00Z',
+  '9999-12-31T23:59:59Z',
+];
 
 const UTF8: [string, number[]][] = [
   ['lone 0xff', [0xff]],
@@ -220,7 +233,18 @@ const UTF8: [string, number[]][] = [
   ['0xfe', [0xfe]],
 ];
 
-const CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'text/html', 'application/octet-stream', 'application/jsonp', 'json', 'application/x-json', 'image/png'];
+const CONTENT_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/xml',
+  'text/html',
+  'application/octet-stream',
+  'application/jsonp',
+  'json',
+  'application/x-json',
+  'image/png',
+];
 
 const EMPTY: [string, string][] = [
   ['empty', ''],
@@ -237,7 +261,21 @@ const EMPTY: [string, string][] = [
   ['two documents', '{}{}'],
 ];
 
-const UNKNOWN_KEYS = ['extra', 'inputTokenz', 'projectId', 'project_id', '$where', 'id ', ' id', 'UsAgE', '\u00e9t\u00e9', '__proto', '__proto__x', 'prototype', ...PROTOTYPE_NAMES];
+const UNKNOWN_KEYS = [
+  'extra',
+  'inputTokenz',
+  'projectId',
+  'project_id',
+  '$where',
+  'id ',
+  ' id',
+  'UsAgE',
+  '\u00e9t\u00e9',
+  '__proto',
+  '__proto__x',
+  'prototype',
+  ...PROTOTYPE_NAMES,
+];
 
 const UNKNOWN_VALUES: Json[] = [1, 'x', null, {}, []];
 
@@ -250,8 +288,24 @@ function generateBody(spec: EndpointSpec, url: string): BadRequest[] {
   const base = spec.body;
   const has = (list: Path[] | undefined, p: Path) => (list ?? []).some((r) => same(r, p));
   const leaves = walk(base);
-  const emit = (category: Category, what: string, body: Json, field?: string | string[], extra: Partial<BadRequest> = {}) =>
-    out.push({ endpoint: spec.name, category, what, method: spec.method, path: url, body: JSON.stringify(body), contentType: 'application/json', field, ...extra });
+  const emit = (
+    category: Category,
+    what: string,
+    body: Json,
+    field?: string | string[],
+    extra: Partial<BadRequest> = {},
+  ) =>
+    out.push({
+      endpoint: spec.name,
+      category,
+      what,
+      method: spec.method,
+      path: url,
+      body: JSON.stringify(body),
+      contentType: 'application/json',
+      field,
+      ...extra,
+    });
   const mutate = (fn: (b: Record<string, Json>) => void) => {
     const b = clone(base);
     fn(b);
@@ -269,41 +323,117 @@ function generateBody(spec: EndpointSpec, url: string): BadRequest[] {
    */
   const maybeValid = (category: Category, what: string, path: Path, value: Json, key: string, knownValid: boolean) => {
     const f = fieldPath(path);
-    if (spec.readOnly) emit(category, what, mutate((b) => set(b, path, value)), f, { mayAccept: true });
-    else emit(category, `${what} with unknown key ${key}`, mutate((b) => {
-      set(b, path, value);
-      set(b, [key], 1);
-    }), knownValid ? fieldPath([key]) : [fieldPath([key]), f]);
+    if (spec.readOnly)
+      emit(
+        category,
+        what,
+        mutate((b) => set(b, path, value)),
+        f,
+        { mayAccept: true },
+      );
+    else
+      emit(
+        category,
+        `${what} with unknown key ${key}`,
+        mutate((b) => {
+          set(b, path, value);
+          set(b, [key], 1);
+        }),
+        knownValid ? fieldPath([key]) : [fieldPath([key]), f],
+      );
   };
-  const badTimestamps = spec.timestampRange === 'any' ? MALFORMED_TIMESTAMPS : [...MALFORMED_TIMESTAMPS, ...OUT_OF_RANGE_TIMESTAMPS];
+  const badTimestamps =
+    spec.timestampRange === 'any' ? MALFORMED_TIMESTAMPS : [...MALFORMED_TIMESTAMPS, ...OUT_OF_RANGE_TIMESTAMPS];
   let controls = CONTROL;
 
   for (const { path, kind } of leaves) {
     const f = fieldPath(path);
-    for (const w of WRONG[kind === 'number' ? 'number' : kind] ?? []) emit('wrong-type', `${f} = ${JSON.stringify(w)}`, mutate((b) => set(b, path, w)), f);
-    if (has(spec.required, path)) emit('missing-field', `without ${f}`, mutate((b) => remove(b, path)), f);
+    for (const w of WRONG[kind === 'number' ? 'number' : kind] ?? [])
+      emit(
+        'wrong-type',
+        `${f} = ${JSON.stringify(w)}`,
+        mutate((b) => set(b, path, w)),
+        f,
+      );
+    if (has(spec.required, path))
+      emit(
+        'missing-field',
+        `without ${f}`,
+        mutate((b) => remove(b, path)),
+        f,
+      );
     if (kind === 'number') {
       const real = has(spec.reals, path);
-      for (const [what, n] of BAD_NUMBERS) if (!(real && what.startsWith('fractional'))) emit('bad-number', `${f} ${what}`, mutate((b) => set(b, path, n)), f);
+      for (const [what, n] of BAD_NUMBERS)
+        if (!(real && what.startsWith('fractional')))
+          emit(
+            'bad-number',
+            `${f} ${what}`,
+            mutate((b) => set(b, path, n)),
+            f,
+          );
       // 1e400 is valid JSON text that parses to Infinity: refused by the field, not the parser.
-      for (const token of NUMBER_TOKENS) out.push({ endpoint: spec.name, category: 'nan-infinity', what: `${f} = ${token} (raw JSON text)`, method: spec.method, path: url, body: rawAt(path, token), contentType: 'application/json', field: token === '1e400' ? f : '(body)' });
+      for (const token of NUMBER_TOKENS)
+        out.push({
+          endpoint: spec.name,
+          category: 'nan-infinity',
+          what: `${f} = ${token} (raw JSON text)`,
+          method: spec.method,
+          path: url,
+          body: rawAt(path, token),
+          contentType: 'application/json',
+          field: token === '1e400' ? f : '(body)',
+        });
     }
     const isTimestamp = has(spec.timestamps, path);
     if (kind === 'string') {
       // 1 MiB strings exceed the body limit; 64 KiB ones get past it and must be refused by the field's own limit.
-      out.push({ endpoint: spec.name, category: 'huge-string', what: `${f} of 1 MiB`, method: spec.method, path: url, body: JSON.stringify(mutate((b) => set(b, path, 'x'.repeat(MIB)))), contentType: 'application/json', field: '(body)' });
-      emit('huge-string', `${f} of 64 KiB`, mutate((b) => set(b, path, 'y'.repeat(64 * 1024))), f);
+      out.push({
+        endpoint: spec.name,
+        category: 'huge-string',
+        what: `${f} of 1 MiB`,
+        method: spec.method,
+        path: url,
+        body: JSON.stringify(mutate((b) => set(b, path, 'x'.repeat(MIB)))),
+        contentType: 'application/json',
+        field: '(body)',
+      });
+      emit(
+        'huge-string',
+        `${f} of 64 KiB`,
+        mutate((b) => set(b, path, 'y'.repeat(64 * 1024))),
+        f,
+      );
       for (const [what, bytes] of UTF8) {
         const text = JSON.stringify(mutate((b) => set(b, path, `a${RAW}b`)));
         const [before, after] = text.split(RAW);
-        out.push({ endpoint: spec.name, category: 'invalid-utf8', what: `${f} with ${what}`, method: spec.method, path: url, body: Buffer.concat([Buffer.from(before), Buffer.from(bytes), Buffer.from(after)]), contentType: 'application/json', field: '(body)' });
+        out.push({
+          endpoint: spec.name,
+          category: 'invalid-utf8',
+          what: `${f} with ${what}`,
+          method: spec.method,
+          path: url,
+          body: Buffer.concat([Buffer.from(before), Buffer.from(bytes), Buffer.from(after)]),
+          contentType: 'application/json',
+          field: '(body)',
+        });
       }
       const header = has(spec.headerValues, path);
       if (!isTimestamp) {
         for (const c of controls) {
           if (header && (c === '\t' || (c >= '\u0080' && c <= '\u009f'))) continue;
-          emit('control-chars', `${f} with ${charName(c)} inside`, mutate((b) => set(b, path, `id${c}x`)), f);
-          emit('control-chars', `${f} = ${charName(c)} alone`, mutate((b) => set(b, path, c)), f);
+          emit(
+            'control-chars',
+            `${f} with ${charName(c)} inside`,
+            mutate((b) => set(b, path, `id${c}x`)),
+            f,
+          );
+          emit(
+            'control-chars',
+            `${f} = ${charName(c)} alone`,
+            mutate((b) => set(b, path, c)),
+            f,
+          );
         }
         controls = CONTROL_EDGES;
       }
@@ -312,34 +442,100 @@ function generateBody(spec: EndpointSpec, url: string): BadRequest[] {
       INJECTIONS.forEach((inj, i) => {
         const key = INJECTIONS[(i + 1) % INJECTIONS.length];
         if (free || minLength) maybeValid('injection', `${f} = ${inj}`, path, inj, key, free);
-        else emit('injection', `${f} = ${inj}`, mutate((b) => set(b, path, inj)), f);
+        else
+          emit(
+            'injection',
+            `${f} = ${inj}`,
+            mutate((b) => set(b, path, inj)),
+            f,
+          );
       });
       // A name looked up in a plain object finds a prototype member: it must be data like any other name.
-      if (!isTimestamp) PROTOTYPE_NAMES.forEach((name, i) => maybeValid('prototype-name', `${f} = ${name}`, path, name, INJECTIONS[i], free));
+      if (!isTimestamp)
+        PROTOTYPE_NAMES.forEach((name, i) =>
+          maybeValid('prototype-name', `${f} = ${name}`, path, name, INJECTIONS[i], free),
+        );
     }
-    if (isTimestamp) for (const ts of badTimestamps) emit('timestamp', `${f} = ${ts}`, mutate((b) => set(b, path, ts)), f);
+    if (isTimestamp)
+      for (const ts of badTimestamps)
+        emit(
+          'timestamp',
+          `${f} = ${ts}`,
+          mutate((b) => set(b, path, ts)),
+          f,
+        );
     if (kind === 'object') {
       const record = has(spec.records, path);
-      for (const key of UNKNOWN_KEYS) for (const v of UNKNOWN_VALUES) if (!(record && typeof v === 'string' && key !== '__proto__')) emit('unknown-field', `${f}.${key} = ${JSON.stringify(v)}`, mutate((b) => set(b, [...path, key], v)), fieldPath([...path, key]));
+      for (const key of UNKNOWN_KEYS)
+        for (const v of UNKNOWN_VALUES)
+          if (!(record && typeof v === 'string' && key !== '__proto__'))
+            emit(
+              'unknown-field',
+              `${f}.${key} = ${JSON.stringify(v)}`,
+              mutate((b) => set(b, [...path, key], v)),
+              fieldPath([...path, key]),
+            );
       if (record) {
         // Keys of a free-form map are names too; __proto__ is refused by the body parser wherever it is.
         const [first] = Object.values(get(base, path) as object) as Json[];
         PROTOTYPE_NAMES.forEach((name, i) => {
-          if (name === '__proto__') emit('prototype-name', `${f} key ${name}`, mutate((b) => set(b, [...path, name], first)), fieldPath([...path, name]));
+          if (name === '__proto__')
+            emit(
+              'prototype-name',
+              `${f} key ${name}`,
+              mutate((b) => set(b, [...path, name], first)),
+              fieldPath([...path, name]),
+            );
           else maybeValid('prototype-name', `${f} key ${name}`, [...path, name], first, INJECTIONS[i], false);
         });
       }
       for (const depth of [40, 1000, 100_000]) {
-        out.push({ endpoint: spec.name, category: 'deep-nesting', what: `${f} nested ${depth} deep (arrays)`, method: spec.method, path: url, body: rawAt(path, '['.repeat(depth) + ']'.repeat(depth)), contentType: 'application/json' });
-        out.push({ endpoint: spec.name, category: 'deep-nesting', what: `${f} nested ${depth} deep (objects)`, method: spec.method, path: url, body: rawAt(path, '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)), contentType: 'application/json' });
+        out.push({
+          endpoint: spec.name,
+          category: 'deep-nesting',
+          what: `${f} nested ${depth} deep (arrays)`,
+          method: spec.method,
+          path: url,
+          body: rawAt(path, '['.repeat(depth) + ']'.repeat(depth)),
+          contentType: 'application/json',
+        });
+        out.push({
+          endpoint: spec.name,
+          category: 'deep-nesting',
+          what: `${f} nested ${depth} deep (objects)`,
+          method: spec.method,
+          path: url,
+          body: rawAt(path, '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)),
+          contentType: 'application/json',
+        });
       }
     }
   }
   // Root level: unknown keys, nesting, duplicate keys everywhere.
-  for (const key of UNKNOWN_KEYS) for (const v of UNKNOWN_VALUES) emit('unknown-field', `root.${key} = ${JSON.stringify(v)}`, mutate((b) => set(b, [key], v)), fieldPath([key]));
+  for (const key of UNKNOWN_KEYS)
+    for (const v of UNKNOWN_VALUES)
+      emit(
+        'unknown-field',
+        `root.${key} = ${JSON.stringify(v)}`,
+        mutate((b) => set(b, [key], v)),
+        fieldPath([key]),
+      );
   for (const depth of [40, 1000, 100_000]) {
-    emit('deep-nesting', `root.extra nested ${depth} deep`, undefined, undefined, { body: JSON.stringify(base).replace(/}$/, `${Object.keys(base).length ? ',' : ''}"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`) });
-    out.push({ endpoint: spec.name, category: 'deep-nesting', what: `whole body ${depth} deep`, method: spec.method, path: url, body: '['.repeat(depth) + ']'.repeat(depth), contentType: 'application/json' });
+    emit('deep-nesting', `root.extra nested ${depth} deep`, undefined, undefined, {
+      body: JSON.stringify(base).replace(
+        /}$/,
+        `${Object.keys(base).length ? ',' : ''}"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      ),
+    });
+    out.push({
+      endpoint: spec.name,
+      category: 'deep-nesting',
+      what: `whole body ${depth} deep`,
+      method: spec.method,
+      path: url,
+      body: '['.repeat(depth) + ']'.repeat(depth),
+      contentType: 'application/json',
+    });
   }
   for (const { path } of leaves) {
     const parent = get(base, path.slice(0, -1));
@@ -349,16 +545,73 @@ function generateBody(spec: EndpointSpec, url: string): BadRequest[] {
     const key = JSON.stringify(path[path.length - 1]);
     const text = JSON.stringify(mutate((b) => set(b, path, RAW)));
     const target = `${key}:${JSON.stringify(RAW)}`;
-    out.push({ endpoint: spec.name, category: 'duplicate-key', what: `${f} twice, same value`, method: spec.method, path: url, body: text.replace(target, `${key}:${original},${key}:${original}`), contentType: 'application/json', field: f });
-    out.push({ endpoint: spec.name, category: 'duplicate-key', what: `${f} twice, second null`, method: spec.method, path: url, body: text.replace(target, `${key}:${original},${key}:null`), contentType: 'application/json', field: f });
-    const escaped = JSON.stringify(String(path[path.length - 1])).replace(/^"(.)/, (_, c: string) => `"\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-    out.push({ endpoint: spec.name, category: 'duplicate-key', what: `${f} twice, once \\u-escaped`, method: spec.method, path: url, body: text.replace(target, `${key}:${original},${escaped}:${original}`), contentType: 'application/json', field: f });
+    out.push({
+      endpoint: spec.name,
+      category: 'duplicate-key',
+      what: `${f} twice, same value`,
+      method: spec.method,
+      path: url,
+      body: text.replace(target, `${key}:${original},${key}:${original}`),
+      contentType: 'application/json',
+      field: f,
+    });
+    out.push({
+      endpoint: spec.name,
+      category: 'duplicate-key',
+      what: `${f} twice, second null`,
+      method: spec.method,
+      path: url,
+      body: text.replace(target, `${key}:${original},${key}:null`),
+      contentType: 'application/json',
+      field: f,
+    });
+    const escaped = JSON.stringify(String(path[path.length - 1])).replace(
+      /^"(.)/,
+      (_, c: string) => `"\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
+    out.push({
+      endpoint: spec.name,
+      category: 'duplicate-key',
+      what: `${f} twice, once \\u-escaped`,
+      method: spec.method,
+      path: url,
+      body: text.replace(target, `${key}:${original},${escaped}:${original}`),
+      contentType: 'application/json',
+      field: f,
+    });
   }
-  for (const ct of CONTENT_TYPES) out.push({ endpoint: spec.name, category: 'content-type', what: ct, method: spec.method, path: url, body: JSON.stringify(base), contentType: ct, field: 'content-type' });
-  out.push({ endpoint: spec.name, category: 'content-type', what: 'no content type', method: spec.method, path: url, body: JSON.stringify(base), contentType: undefined, field: 'content-type' });
+  for (const ct of CONTENT_TYPES)
+    out.push({
+      endpoint: spec.name,
+      category: 'content-type',
+      what: ct,
+      method: spec.method,
+      path: url,
+      body: JSON.stringify(base),
+      contentType: ct,
+      field: 'content-type',
+    });
+  out.push({
+    endpoint: spec.name,
+    category: 'content-type',
+    what: 'no content type',
+    method: spec.method,
+    path: url,
+    body: JSON.stringify(base),
+    contentType: undefined,
+    field: 'content-type',
+  });
   for (const [what, body] of EMPTY) {
     // For the release route an empty JSON object or no body is the valid request.
-    out.push({ endpoint: spec.name, category: 'empty-body', what, method: spec.method, path: url, body, contentType: 'application/json' });
+    out.push({
+      endpoint: spec.name,
+      category: 'empty-body',
+      what,
+      method: spec.method,
+      path: url,
+      body,
+      contentType: 'application/json',
+    });
   }
   return out;
 }
@@ -372,7 +625,13 @@ function generateParams(spec: EndpointSpec): BadRequest[] {
   /** The URL with parameters replaced: undefined leaves one out, a list repeats it. */
   const urlWith = (changes: Record<string, string | string[] | undefined>, extraQuery: [string, string][] = []) => {
     const all: Record<string, string | string[] | undefined> = { ...values, ...changes };
-    const path = spec.url(Object.fromEntries(Object.entries(spec.params).filter(([, p]) => p.in === 'path').map(([k]) => [k, encodeURIComponent(all[k] as string)])));
+    const path = spec.url(
+      Object.fromEntries(
+        Object.entries(spec.params)
+          .filter(([, p]) => p.in === 'path')
+          .map(([k]) => [k, encodeURIComponent(all[k] as string)]),
+      ),
+    );
     const query: string[] = [];
     for (const [k, p] of Object.entries(spec.params)) {
       if (p.in !== 'query' || all[k] === undefined) continue;
@@ -381,14 +640,48 @@ function generateParams(spec: EndpointSpec): BadRequest[] {
     for (const [k, v] of extraQuery) query.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
     return query.length ? `${path}?${query.join('&')}` : path;
   };
-  const emit = (category: Category, what: string, path: string, field: string | string[] | undefined, extra: Partial<BadRequest> = {}) => {
+  const emit = (
+    category: Category,
+    what: string,
+    path: string,
+    field: string | string[] | undefined,
+    extra: Partial<BadRequest> = {},
+  ) => {
     // A static route answers every refusal with a 404 and no field.
-    out.push({ endpoint: spec.name, category, what, method: spec.method, path, body, contentType, field: spec.static ? undefined : field, ...extra });
+    out.push({
+      endpoint: spec.name,
+      category,
+      what,
+      method: spec.method,
+      path,
+      body,
+      contentType,
+      field: spec.static ? undefined : field,
+      ...extra,
+    });
   };
   /** A value that may be a valid id or name: fine to answer where nothing is stored; else an unknown body key makes it invalid. */
-  const maybeValid = (category: Category, what: string, name: string, value: string, key: string, knownValid: boolean) => {
-    if (spec.readOnly || spec.body === undefined || spec.static) emit(category, what, urlWith({ [name]: value }), name, { mayAccept: !spec.static });
-    else out.push({ endpoint: spec.name, category, what: `${what} with unknown key ${key}`, method: spec.method, path: urlWith({ [name]: value }), body: JSON.stringify({ ...spec.body, [key]: 1 }), contentType, field: knownValid ? key : [key, name] });
+  const maybeValid = (
+    category: Category,
+    what: string,
+    name: string,
+    value: string,
+    key: string,
+    knownValid: boolean,
+  ) => {
+    if (spec.readOnly || spec.body === undefined || spec.static)
+      emit(category, what, urlWith({ [name]: value }), name, { mayAccept: !spec.static });
+    else
+      out.push({
+        endpoint: spec.name,
+        category,
+        what: `${what} with unknown key ${key}`,
+        method: spec.method,
+        path: urlWith({ [name]: value }),
+        body: JSON.stringify({ ...spec.body, [key]: 1 }),
+        contentType,
+        field: knownValid ? key : [key, name],
+      });
   };
 
   let controls = CONTROL;
@@ -403,27 +696,71 @@ function generateParams(spec: EndpointSpec): BadRequest[] {
     }
     for (const [part, shape, kind] of shapes) {
       if (kind === 'int') {
-        for (const v of ['', 'abc', '-1', '0', '0.5', '1e400', 'NaN', 'Infinity', '-Infinity', '9'.repeat(400), ...(p.max === undefined ? [] : [String(p.max + 1)])]) emit('bad-number', `${where} = ${v.slice(0, 20)}`, urlWith({ [name]: shape(v) }), name);
+        for (const v of [
+          '',
+          'abc',
+          '-1',
+          '0',
+          '0.5',
+          '1e400',
+          'NaN',
+          'Infinity',
+          '-Infinity',
+          '9'.repeat(400),
+          ...(p.max === undefined ? [] : [String(p.max + 1)]),
+        ])
+          emit('bad-number', `${where} = ${v.slice(0, 20)}`, urlWith({ [name]: shape(v) }), name);
         continue;
       }
       for (const c of controls) {
         // A lone surrogate has no UTF-8 form to percent-encode; its invalid bytes stay undecoded text in a query string.
         if (isSurrogate(c)) continue;
-        for (const [at, v] of [['inside', `p${c}q`], ['alone', c], ['at the end', `pq${c}`]] as const) emit('control-chars', `${where}${part} with ${charName(c)} ${at}`, urlWith({ [name]: shape(v) }), name);
+        for (const [at, v] of [
+          ['inside', `p${c}q`],
+          ['alone', c],
+          ['at the end', `pq${c}`],
+        ] as const)
+          emit('control-chars', `${where}${part} with ${charName(c)} ${at}`, urlWith({ [name]: shape(v) }), name);
       }
       controls = CONTROL_EDGES;
       const maxLength = kind === p.kind ? (p.maxLength ?? 256) : 256;
-      emit('huge-string', `${where}${part} of ${maxLength + 1} characters`, urlWith({ [name]: shape('p'.repeat(maxLength + 1)) }), name);
-      if (p.in === 'query') emit('huge-string', `${where}${part} of 10 KiB`, urlWith({ [name]: shape('p'.repeat(10 * 1024)) }), name);
-      if (p.in === 'query' && !(kind === 'text' && p.emptyOk) && part === '') emit('missing-field', `${where} empty`, urlWith({ [name]: '' }), name);
+      emit(
+        'huge-string',
+        `${where}${part} of ${maxLength + 1} characters`,
+        urlWith({ [name]: shape('p'.repeat(maxLength + 1)) }),
+        name,
+      );
+      if (p.in === 'query')
+        emit('huge-string', `${where}${part} of 10 KiB`, urlWith({ [name]: shape('p'.repeat(10 * 1024)) }), name);
+      if (p.in === 'query' && !(kind === 'text' && p.emptyOk) && part === '')
+        emit('missing-field', `${where} empty`, urlWith({ [name]: '' }), name);
       INJECTIONS.forEach((inj, i) => {
         if (kind === 'format') emit('injection', `${where}${part} = ${inj}`, urlWith({ [name]: shape(inj) }), name);
-        else maybeValid('injection', `${where}${part} = ${inj}`, name, shape(inj), INJECTIONS[(i + 1) % INJECTIONS.length], true);
+        else
+          maybeValid(
+            'injection',
+            `${where}${part} = ${inj}`,
+            name,
+            shape(inj),
+            INJECTIONS[(i + 1) % INJECTIONS.length],
+            true,
+          );
       });
       // A prototype member's name may even fit a format (an exporter may be called "constructor").
-      PROTOTYPE_NAMES.forEach((proto, i) => maybeValid('prototype-name', `${where}${part} = ${proto}`, name, shape(proto), INJECTIONS[i], kind !== 'format'));
+      PROTOTYPE_NAMES.forEach((proto, i) =>
+        maybeValid(
+          'prototype-name',
+          `${where}${part} = ${proto}`,
+          name,
+          shape(proto),
+          INJECTIONS[i],
+          kind !== 'format',
+        ),
+      );
     }
-    if (spec.static) for (const v of ['../package.json', '..%2Fpackage.json', '.', '..', 'index.html/', '%2e%2e%2fpackage.json']) emit('injection', `${where} = ${v}`, urlWith({ [name]: v }), name);
+    if (spec.static)
+      for (const v of ['../package.json', '..%2Fpackage.json', '.', '..', 'index.html/', '%2e%2e%2fpackage.json'])
+        emit('injection', `${where} = ${v}`, urlWith({ [name]: v }), name);
   }
   if (spec.strictQuery) {
     for (const key of UNKNOWN_KEYS) emit('unknown-field', `?${key}=x`, urlWith({}, [[key, 'x']]), key);
@@ -433,15 +770,39 @@ function generateParams(spec: EndpointSpec): BadRequest[] {
 }
 
 export function generate(spec: EndpointSpec): BadRequest[] {
-  const url = spec.url(Object.fromEntries(Object.entries(spec.params).filter(([, p]) => p.in === 'path').map(([k, p]) => [k, encodeURIComponent(p.value)])));
-  const query = Object.entries(spec.params).filter(([, p]) => p.in === 'query').map(([k, p]) => `${encodeURIComponent(k)}=${encodeURIComponent(p.value)}`);
+  const url = spec.url(
+    Object.fromEntries(
+      Object.entries(spec.params)
+        .filter(([, p]) => p.in === 'path')
+        .map(([k, p]) => [k, encodeURIComponent(p.value)]),
+    ),
+  );
+  const query = Object.entries(spec.params)
+    .filter(([, p]) => p.in === 'query')
+    .map(([k, p]) => `${encodeURIComponent(k)}=${encodeURIComponent(p.value)}`);
   const full = query.length ? `${url}?${query.join('&')}` : url;
   const out = [...generateBody(spec, full), ...generateParams(spec)];
   if (!spec.body) return out;
   // Top up to at least 1,000 with pairs of single mutations on JSON values (each refused on its own).
-  const singles = out.filter((c) => ['wrong-type', 'bad-number', 'control-chars', 'injection', 'timestamp', 'unknown-field', 'missing-field'].includes(c.category) && !c.mayAccept && typeof c.body === 'string' && c.path === full && c.body.length < 100_000 && !c.body.includes('"__proto__"'));
+  const singles = out.filter(
+    (c) =>
+      [
+        'wrong-type',
+        'bad-number',
+        'control-chars',
+        'injection',
+        'timestamp',
+        'unknown-field',
+        'missing-field',
+      ].includes(c.category) &&
+      !c.mayAccept &&
+      typeof c.body === 'string' &&
+      c.path === full &&
+      c.body.length < 100_000 &&
+      !c.body.includes('"__proto__"'),
+  );
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const seen = new Set(out.map((c) => String(c.body)));
   for (let i = 0; out.length < 1100 && singles.length > 1 && i < 100_000; i++) {
     const a = singles[Math.floor(rnd() * singles.length)];
@@ -449,7 +810,15 @@ export function generate(spec: EndpointSpec): BadRequest[] {
     const merged = mergeMutations(spec.body, JSON.parse(a.body as string), JSON.parse(b.body as string));
     if (seen.has(JSON.stringify(merged))) continue;
     seen.add(JSON.stringify(merged));
-    out.push({ endpoint: spec.name, category: 'combined', what: `${a.what} + ${b.what}`, method: spec.method, path: full, body: JSON.stringify(merged), contentType: 'application/json' });
+    out.push({
+      endpoint: spec.name,
+      category: 'combined',
+      what: `${a.what} + ${b.what}`,
+      method: spec.method,
+      path: full,
+      body: JSON.stringify(merged),
+      contentType: 'application/json',
+    });
   }
   return out;
 }
@@ -465,9 +834,13 @@ function mergeMutations(base: Json, a: Json, b: Json): Json {
     if (!(k in bo)) delete out[k];
     else if (!(k in baseo)) out[k] = bo[k];
     else if (JSON.stringify(bo[k]) !== JSON.stringify(baseo[k])) {
-      out[k] = Array.isArray(baseo[k]) && Array.isArray(bo[k]) && Array.isArray(out[k]) && (baseo[k] as Json[]).length === (bo[k] as Json[]).length
-        ? (bo[k] as Json[]).map((v, i) => mergeMutations((baseo[k] as Json[])[i], (out[k] as Json[])[i], v))
-        : mergeMutations(baseo[k], out[k], bo[k]);
+      out[k] =
+        Array.isArray(baseo[k]) &&
+        Array.isArray(bo[k]) &&
+        Array.isArray(out[k]) &&
+        (baseo[k] as Json[]).length === (bo[k] as Json[]).length
+          ? (bo[k] as Json[]).map((v, i) => mergeMutations((baseo[k] as Json[])[i], (out[k] as Json[])[i], v))
+          : mergeMutations(baseo[k], out[k], bo[k]);
     }
   }
   return out;

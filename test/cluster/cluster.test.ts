@@ -31,7 +31,10 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
     limited = await startService({ ...redis, RATE_LIMIT_PER_KEY_PER_SECOND: '0.5', RATE_LIMIT_BURST: '5' });
     receiver = await startReceiver();
     p = await createProject(svc.url);
-    const put = await call(svc.url, 'PUT', '/v1/exporters/hook', { token: p.key, body: webhookExporter(receiver.url, { batch: { maxEvents: 10, maxWaitMs: 50 } }) });
+    const put = await call(svc.url, 'PUT', '/v1/exporters/hook', {
+      token: p.key,
+      body: webhookExporter(receiver.url, { batch: { maxEvents: 10, maxWaitMs: 50 } }),
+    });
     expect(put.status).toBe(200);
   }, 120_000);
 
@@ -43,19 +46,39 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
   });
 
   const ingest = async (n: number, label: string) => {
-    const events = Array.from({ length: n }, () => stepEvent({ resourceId: 'r-cluster', entityName: label, usage: { inputTokens: 10, outputTokens: 1 } }));
+    const events = Array.from({ length: n }, () =>
+      stepEvent({ resourceId: 'r-cluster', entityName: label, usage: { inputTokens: 10, outputTokens: 1 } }),
+    );
     const res = await call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } });
     expect([res.status, res.body.accepted]).toEqual([200, n]);
     ingested.push(...events.map((e) => e.eventId as string));
   };
-  const received = () => receiver.requests.filter((r) => r.status >= 200 && r.status < 300).flatMap((r) => (r.json?.events ?? []).map((e: { eventId: string }) => ({ id: e.eventId, batch: r.json.batchId as string })));
-  const projectedLag = async () => (await call(svc.url, 'POST', '/api/observability/metrics/aggregate', { token: p.key, body: { name: ['mastra_model_total_input_tokens'], aggregation: 'sum' } })).body;
-  const deliveredAll = () => until(() => new Set(received().map((r) => r.id)).size === ingested.length, `the receiver to get all ${ingested.length} events`, 60_000);
-  const projectedAll = () => until(async () => (await projectedLag()).lag.events === 0, 'the projector to reach the log', 60_000);
+  const received = () =>
+    receiver.requests
+      .filter((r) => r.status >= 200 && r.status < 300)
+      .flatMap((r) =>
+        (r.json?.events ?? []).map((e: { eventId: string }) => ({ id: e.eventId, batch: r.json.batchId as string })),
+      );
+  const projectedLag = async () =>
+    (
+      await call(svc.url, 'POST', '/api/observability/metrics/aggregate', {
+        token: p.key,
+        body: { name: ['mastra_model_total_input_tokens'], aggregation: 'sum' },
+      })
+    ).body;
+  const deliveredAll = () =>
+    until(
+      () => new Set(received().map((r) => r.id)).size === ingested.length,
+      `the receiver to get all ${ingested.length} events`,
+      60_000,
+    );
+  const projectedAll = () =>
+    until(async () => (await projectedLag()).lag.events === 0, 'the projector to reach the log', 60_000);
   const rateLimited = async () => {
     const k = await createProject(limited.url);
     const statuses: number[] = [];
-    for (let i = 0; i < 8; i++) statuses.push((await call(limited.url, 'GET', '/v1/policies', { token: k.key })).status);
+    for (let i = 0; i < 8; i++)
+      statuses.push((await call(limited.url, 'GET', '/v1/policies', { token: k.key })).status);
     return statuses;
   };
 
@@ -63,7 +86,10 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
     expect(svc.app.get(RedisClient).redis).toBeInstanceOf(Cluster);
     const slot = Number(cluster.cli(7001, 'cluster', 'keyslot', tag));
     const master = cluster.masterOf(slot);
-    await until(() => Number(cluster.cli(master, 'cluster', 'countkeysinslot', String(slot))) > 0, 'queue keys in the tag\'s slot');
+    await until(
+      () => Number(cluster.cli(master, 'cluster', 'countkeysinslot', String(slot))) > 0,
+      "queue keys in the tag's slot",
+    );
   });
 
   it('runs the projector and the exporter through the cluster', async () => {
@@ -89,10 +115,14 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
       await new Promise((r) => setTimeout(r, 300));
     }
     const survivor = cluster.ports.find((port) => cluster.alive(port))!;
-    await until(() => {
-      const promoted = cluster.masterOf(slot);
-      return promoted !== master && cluster.cli(survivor, 'cluster', 'info').includes('cluster_state:ok');
-    }, 'a replica promoted for the queues\' slot', 30_000);
+    await until(
+      () => {
+        const promoted = cluster.masterOf(slot);
+        return promoted !== master && cluster.cli(survivor, 'cluster', 'info').includes('cluster_state:ok');
+      },
+      "a replica promoted for the queues' slot",
+      30_000,
+    );
     await ingest(15, 'after');
 
     await deliveredAll();

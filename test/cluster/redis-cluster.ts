@@ -22,7 +22,10 @@ export interface RedisClusterHandle {
 }
 
 function cli(port: number, ...args: string[]): string {
-  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (r.status !== 0) throw new Error(`redis-cli -p ${port} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
   return r.stdout.trim();
 }
@@ -52,7 +55,9 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 
 export async function startRedisCluster(firstPort = 7001): Promise<RedisClusterHandle> {
   const ports = Array.from({ length: 6 }, (_, i) => firstPort + i);
-  for (const port of ports) if (await portAnswers(port)) throw new Error(`port ${port} is in use: the cluster test needs ${ports[0]}-${ports[5]} free`);
+  for (const port of ports)
+    if (await portAnswers(port))
+      throw new Error(`port ${port} is in use: the cluster test needs ${ports[0]}-${ports[5]} free`);
   const dir = mkdtempSync('/tmp/tollgate-redis-cluster-');
   const procs = new Map<number, ChildProcess>();
   const handle: RedisClusterHandle = {
@@ -61,7 +66,11 @@ export async function startRedisCluster(firstPort = 7001): Promise<RedisClusterH
     cli,
     masterOf(slot: number): number {
       // CLUSTER NODES: id, address, flags, master, ping, pong, epoch, link state, then its slot ranges.
-      const out = cli(ports.find((p) => handle.alive(p))!, 'cluster', 'nodes');
+      const out = cli(
+        ports.find((p) => handle.alive(p))!,
+        'cluster',
+        'nodes',
+      );
       for (const line of out.split('\n')) {
         const f = line.split(' ');
         if (!f[2]?.includes('master') || f[2].includes('fail')) continue;
@@ -87,15 +96,48 @@ export async function startRedisCluster(firstPort = 7001): Promise<RedisClusterH
     for (const port of ports) {
       const p = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '2000',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--protected-mode',
+          'no',
+        ],
         { stdio: 'ignore' },
       );
       procs.set(port, p);
       p.on('exit', () => procs.get(port) === p && procs.delete(port));
     }
-    await until(async () => (await Promise.all(ports.map(portAnswers))).every(Boolean), 'the six redis-server processes');
-    cli(ports[0], '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes');
-    await until(() => ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')), 'cluster_state:ok on every node');
+    await until(
+      async () => (await Promise.all(ports.map(portAnswers))).every(Boolean),
+      'the six redis-server processes',
+    );
+    cli(
+      ports[0],
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    );
+    await until(
+      () => ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+      'cluster_state:ok on every node',
+    );
     return handle;
   } catch (err) {
     handle.destroy();

@@ -26,14 +26,32 @@ async function until(expression: string, timeoutMs = 30_000) {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-const ready = () => until("document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash");
+const ready = () =>
+  until(
+    "document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash",
+  );
 
 beforeAll(async () => {
   service = await startService();
   project = await createProject(service.url);
-  const api = (method: string, path: string, body?: unknown) => call(service.url, method, path, { token: project.key, body });
-  expect((await api('PUT', '/v1/policies/daily', { scope: 'resource', window: '24h', maxTotalTokens: 10_000, alerts: [50, 80] })).status).toBe(200);
-  const at = (msAgo: number, inputTokens: number) => stepEvent({ resourceId, occurredAt: new Date(Date.now() - msAgo).toISOString(), usage: { inputTokens, outputTokens: 0 } });
+  const api = (method: string, path: string, body?: unknown) =>
+    call(service.url, method, path, { token: project.key, body });
+  expect(
+    (
+      await api('PUT', '/v1/policies/daily', {
+        scope: 'resource',
+        window: '24h',
+        maxTotalTokens: 10_000,
+        alerts: [50, 80],
+      })
+    ).status,
+  ).toBe(200);
+  const at = (msAgo: number, inputTokens: number) =>
+    stepEvent({
+      resourceId,
+      occurredAt: new Date(Date.now() - msAgo).toISOString(),
+      usage: { inputTokens, outputTokens: 0 },
+    });
   expect((await api('POST', '/v1/events', { events: [at(3 * 3600_000, 3000)] })).body.accepted).toBe(1);
   expect((await api('POST', '/v1/events', { events: [at(20 * 60_000, 3000)] })).body.accepted).toBe(1); // 6000: 50%
   expect((await api('POST', '/v1/events', { events: [at(60_000, 2500)] })).body.accepted).toBe(1); // 8500: 80%
@@ -42,7 +60,16 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     locale: 'en-US',
     timezoneId: 'UTC',
     viewport: { width: 1360, height: 900 },
@@ -69,11 +96,16 @@ test('the alerts page lists the alerts newest first, with usage against the limi
   await page.goto(`${service.url}/dashboard#/alerts`);
   await ready();
   const rows = page.getByTestId('alert');
-  expect(await rows.evaluateAll((els) => els.map((e) => [e.getAttribute('data-kind'), e.getAttribute('data-threshold')]))).toEqual([
+  expect(
+    await rows.evaluateAll((els) => els.map((e) => [e.getAttribute('data-kind'), e.getAttribute('data-threshold')])),
+  ).toEqual([
     ['BudgetThresholdCrossed', '80'],
     ['BudgetThresholdCrossed', '50'],
   ]);
-  expect(await page.getByTestId('alert-figures').allInnerTexts()).toEqual(['8,500 of 10,000 tokens', '6,000 of 10,000 tokens']);
+  expect(await page.getByTestId('alert-figures').allInnerTexts()).toEqual([
+    '8,500 of 10,000 tokens',
+    '6,000 of 10,000 tokens',
+  ]);
   expect(pageErrors).toEqual([]);
 });
 

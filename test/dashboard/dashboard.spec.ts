@@ -36,7 +36,13 @@ const AGENTS = ['support-agent', 'billing-agent', 'research-agent'];
 // The same formats as the page's format.js, in the locale the browser is given.
 const intText = (v: number) => new Intl.NumberFormat(LOCALE, { maximumFractionDigits: 0 }).format(v);
 // One money format: two decimals, up to four for sub-cent digits.
-const moneyText = (v: number, unit: string) => new Intl.NumberFormat(LOCALE, { style: 'currency', currency: unit, minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(v);
+const moneyText = (v: number, unit: string) =>
+  new Intl.NumberFormat(LOCALE, {
+    style: 'currency',
+    currency: unit,
+    minimumFractionDigits: 2,
+    maximumFractionDigits: 4,
+  }).format(v);
 
 let service: RunningService;
 let project: TestProject;
@@ -63,7 +69,12 @@ function generatedEvents(now: number) {
         threadId: `thread-${i % 9}`,
         entityName: AGENTS[i % 3 === 0 ? 0 : (i >> 1) % 3],
         ...m,
-        usage: { inputTokens: 400 + ((i * 37) % 2600), outputTokens: 50 + ((i * 13) % 700), cacheReadTokens: i % 4 === 0 ? 200 : 0, reasoningTokens: i % 5 === 0 ? 40 : 0 },
+        usage: {
+          inputTokens: 400 + ((i * 37) % 2600),
+          outputTokens: 50 + ((i * 13) % 700),
+          cacheReadTokens: i % 4 === 0 ? 200 : 0,
+          reasoningTokens: i % 5 === 0 ? 40 : 0,
+        },
         durationMs: 200 + ((i * 131) % 1800),
         environment: i % 2 ? 'prod' : 'staging',
         tags: i % 3 ? ['beta'] : [],
@@ -82,7 +93,12 @@ async function metric(path: string, body: unknown) {
 /** Top tables' default order: cost, highest first (no price last), ties by tokens, then name. */
 function byCost(groups: any[], label: (d: any) => string) {
   const cost = (g: any) => (g.estimatedCost === null || g.estimatedCost === undefined ? -Infinity : g.estimatedCost);
-  return [...groups].sort((a, b) => cost(b) - cost(a) || (cost(a) === cost(b) ? b.value - a.value : 0) || label(a.dimensions).localeCompare(label(b.dimensions)));
+  return [...groups].sort(
+    (a, b) =>
+      cost(b) - cost(a) ||
+      (cost(a) === cost(b) ? b.value - a.value : 0) ||
+      label(a.dimensions).localeCompare(label(b.dimensions)),
+  );
 }
 
 /**
@@ -100,7 +116,9 @@ async function until(expression: string, timeoutMs = 30_000) {
 
 /** The page for the current URL has rendered (not the one before a hash change). */
 async function ready() {
-  await until("document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash");
+  await until(
+    "document.getElementById('view').dataset.state === 'ready' && document.getElementById('view').dataset.hash === location.hash",
+  );
   expect(pageErrors).toEqual([]);
 }
 
@@ -132,7 +150,12 @@ async function openScope(scope: string, id: string) {
 /** The overview's figures against the routes, for the range the page asked for. */
 async function expectOverviewMatchesRoutes() {
   const timestamp = await shownRange();
-  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { timestamp }, comparePeriod: 'previous_period' });
+  const totals = await metric('aggregate', {
+    name: TOKENS,
+    aggregation: 'sum',
+    filters: { timestamp },
+    comparePeriod: 'previous_period',
+  });
   const steps = await metric('aggregate', { name: STEPS, aggregation: 'count', filters: { timestamp } });
   expect(totals.costUnit).toBe('USD');
   expect(await text('kpi-cost-value')).toBe(moneyText(totals.estimatedCost ?? 0, 'USD'));
@@ -140,7 +163,11 @@ async function expectOverviewMatchesRoutes() {
   expect(await text('kpi-tokens-value')).toBe(intText(totals.value ?? 0));
   expect(await text('kpi-steps-value')).toBe(intText(steps.value));
   if (totals.costChangePercent !== null && totals.costChangePercent !== undefined) {
-    const expected = new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 1, signDisplay: 'exceptZero' }).format(totals.costChangePercent / 100);
+    const expected = new Intl.NumberFormat(LOCALE, {
+      style: 'percent',
+      maximumFractionDigits: 1,
+      signDisplay: 'exceptZero',
+    }).format(totals.costChangePercent / 100);
     expect(await text('kpi-cost-change')).toBe(expected);
   }
   for (const [id, groupBy, label] of [
@@ -148,7 +175,9 @@ async function expectOverviewMatchesRoutes() {
     ['resources', ['resourceId'], (d: any) => d.resourceId],
     ['agents', ['entityName'], (d: any) => d.entityName],
   ] as const) {
-    const all = (await metric('breakdown', { name: TOKENS, groupBy, aggregation: 'sum', filters: { timestamp }, limit: 1000 })).groups;
+    const all = (
+      await metric('breakdown', { name: TOKENS, groupBy, aggregation: 'sum', filters: { timestamp }, limit: 1000 })
+    ).groups;
     const groups = byCost(all, label).slice(0, 8);
     const rows = page.getByTestId(`${id}-row`);
     expect(await rows.count()).toBe(groups.length);
@@ -156,7 +185,9 @@ async function expectOverviewMatchesRoutes() {
       const row = rows.nth(i);
       expect(await row.getAttribute('data-key')).toBe(label(groups[i].dimensions));
       expect(await row.locator('.tokens').innerText()).toBe(intText(groups[i].value));
-      expect(await row.locator('.cost .amount').innerText()).toBe(moneyText(groups[i].estimatedCost, groups[i].costUnit));
+      expect(await row.locator('.cost .amount').innerText()).toBe(
+        moneyText(groups[i].estimatedCost, groups[i].costUnit),
+      );
       expect(await row.getByTestId('unpriced').count()).toBe(groups[i].unpricedSteps ? 1 : 0);
     }
   }
@@ -167,25 +198,38 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   service = await startService();
   project = await createProject(service.url, ['ingest', 'guard', 'read', 'admin']);
-  const key = await call(service.url, 'POST', `/v1/admin/projects/${project.id}/keys`, { token: TEST_ADMIN_TOKEN, body: { scopes: ['read'] } });
+  const key = await call(service.url, 'POST', `/v1/admin/projects/${project.id}/keys`, {
+    token: TEST_ADMIN_TOKEN,
+    body: { scopes: ['read'] },
+  });
   readKey = key.body.key;
   emptyReadKey = (await createProject(service.url, ['read'])).key;
 
   const now = Date.now();
-  const ingest = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: generatedEvents(now) } });
+  const ingest = await call(service.url, 'POST', '/v1/events', {
+    token: project.key,
+    body: { events: generatedEvents(now) },
+  });
   expect(ingest.status).toBeLessThan(300);
   expect(ingest.body.accepted).toBe(160);
 
   // Two budgets on resources: a daily cost cap with acme at two thirds of it (past the soft threshold),
   // and a weekly token budget that only warns; then guard checks whose estimate ($0.02) does not fit in
   // acme's remaining third, so the audit has denials and warnings.
-  const acmeDay = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { resourceId: 'acme', timestamp: { start: new Date(now - 24 * HOUR).toISOString() } } });
+  const acmeDay = await metric('aggregate', {
+    name: TOKENS,
+    aggregation: 'sum',
+    filters: { resourceId: 'acme', timestamp: { start: new Date(now - 24 * HOUR).toISOString() } },
+  });
   dailyCap = Math.round(acmeDay.estimatedCost * 1.5 * 1e4) / 1e4;
   expect(dailyCap).toBeGreaterThan(0.01);
   expect(dailyCap).toBeLessThan(0.04);
   for (const [name, policy] of [
     ['resource-daily-cost', { scope: 'resource', window: '24h', maxCost: dailyCap, warnAtPercent: 60 }],
-    ['resource-weekly-tokens', { scope: 'resource', window: '7d', maxTotalTokens: 120_000, warnAtPercent: 50, strategy: 'warn' }],
+    [
+      'resource-weekly-tokens',
+      { scope: 'resource', window: '7d', maxTotalTokens: 120_000, warnAtPercent: 50, strategy: 'warn' },
+    ],
   ] as const) {
     const r = await call(service.url, 'PUT', `/v1/policies/${name}`, { token: project.key, body: policy });
     expect(r.status).toBe(200);
@@ -193,7 +237,10 @@ beforeAll(async () => {
   for (const resourceId of ['acme', 'acme', 'globex']) {
     const r = await call(service.url, 'POST', '/v1/guard/check', {
       token: project.key,
-      body: { context: { resourceId, entityName: 'support-agent', traceId: 'run-guard' }, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 4000, maxOutputTokens: 1000 } },
+      body: {
+        context: { resourceId, entityName: 'support-agent', traceId: 'run-guard' },
+        estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 4000, maxOutputTokens: 1000 },
+      },
     });
     expect(r.status).toBe(200);
   }
@@ -202,7 +249,16 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     locale: LOCALE,
     timezoneId: TIME_ZONE,
     viewport: { width: 1360, height: 900 },
@@ -235,24 +291,33 @@ test('the dashboard serves itself and its chart library, with no other origin', 
 test('a read key reads the guard usage of a scope; the route answers what a dry-run check answers', async () => {
   const usage = await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: readKey });
   expect(usage.status).toBe(200);
-  const dry = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context: { resourceId: 'acme' }, dryRun: true } });
+  const dry = await call(service.url, 'POST', '/v1/guard/check', {
+    token: project.key,
+    body: { context: { resourceId: 'acme' }, dryRun: true },
+  });
   // The same usage; the forecast (when each limit would be reached at the current burn rate) is
   // projected from the moment of each answer, so it moves between the two calls.
-  const withoutForecast = (u: Record<string, any>) => Object.fromEntries(Object.entries(u).map(([k, { forecast: _f, ...rest }]) => [k, rest]));
+  const withoutForecast = (u: Record<string, any>) =>
+    Object.fromEntries(Object.entries(u).map(([k, { forecast: _f, ...rest }]) => [k, rest]));
   expect(withoutForecast(usage.body.usage)).toEqual(withoutForecast(dry.body.usage));
   expect(usage.body.policies.map((p: any) => [p.name, p.usageKey])).toEqual([
     ['resource-daily-cost', 'resource:acme@24h'],
     ['resource-weekly-tokens', 'resource:acme@7d'],
   ]);
   const ingestOnly = await createProject(service.url, ['ingest']);
-  expect((await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: ingestOnly.key })).status).toBe(403);
+  expect(
+    (await call(service.url, 'GET', '/v1/guard/usage?scopeKey=resource:acme', { token: ingestOnly.key })).status,
+  ).toBe(403);
   expect((await call(service.url, 'GET', '/v1/guard/usage?scopeKey=acme', { token: readKey })).status).toBe(400);
 });
 
 test('sign in, switch windows, open a scope and the budgets: the page shows what the routes return', async () => {
   await page.goto(`${service.url}/dashboard`);
   await page.waitForSelector('#view[data-state=sign-in]');
-  await page.fill('#key', project.key.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')));
+  await page.fill(
+    '#key',
+    project.key.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')),
+  );
   await page.click('#sign-in-form button[type=submit]');
   await until("document.getElementById('sign-in-error').textContent !== ''");
   expect(await page.locator('#sign-in-error').innerText()).toBe('That key is not valid.');
@@ -284,7 +349,10 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
 
   // A custom range, typed in the viewer's time zone (New York): the last 3 days up to 2 hours ago.
   await page.click('#windows button[data-window="custom"]');
-  const local = (ms: number) => new Intl.DateTimeFormat('sv-SE', { timeZone: TIME_ZONE, dateStyle: 'short', timeStyle: 'short' }).format(ms).replace(' ', 'T');
+  const local = (ms: number) =>
+    new Intl.DateTimeFormat('sv-SE', { timeZone: TIME_ZONE, dateStyle: 'short', timeStyle: 'short' })
+      .format(ms)
+      .replace(' ', 'T');
   const to = Math.floor((Date.now() - 2 * HOUR) / 60_000) * 60_000;
   const from = to - 3 * 24 * HOUR;
   await page.fill('#custom-start', local(from));
@@ -309,32 +377,48 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
   const resourceId = await text('scope-id');
   const timestamp = await shownRange();
   const filters = { resourceId, timestamp };
-  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' });
+  const totals = await metric('aggregate', {
+    name: TOKENS,
+    aggregation: 'sum',
+    filters,
+    comparePeriod: 'previous_period',
+  });
   expect(await text('kpi-cost-value')).toBe(moneyText(totals.estimatedCost, 'USD'));
   expect(await text('kpi-tokens-value')).toBe(intText(totals.value));
-  expect(await text('kpi-steps-value')).toBe(intText((await metric('aggregate', { name: STEPS, aggregation: 'count', filters })).value));
+  expect(await text('kpi-steps-value')).toBe(
+    intText((await metric('aggregate', { name: STEPS, aggregation: 'count', filters })).value),
+  );
 
-  const guard = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey })).body;
+  const guard = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey }))
+    .body;
   const budgets = page.getByTestId('budget');
   expect(await budgets.count()).toBe(2);
   const daily = page.locator('[data-testid=budget][data-policy=resource-daily-cost]');
   const dailyUsage = guard.usage[`resource:${resourceId}@24h`];
-  expect(await daily.getByTestId('budget-used').innerText()).toBe(moneyText(dailyUsage.estimatedCost + dailyUsage.reservedCost, 'USD'));
+  expect(await daily.getByTestId('budget-used').innerText()).toBe(
+    moneyText(dailyUsage.estimatedCost + dailyUsage.reservedCost, 'USD'),
+  );
   expect(await daily.getByTestId('budget-limit').innerText()).toBe(moneyText(dailyCap, 'USD'));
   const weekly = page.locator('[data-testid=budget][data-policy=resource-weekly-tokens]');
   const weeklyUsage = guard.usage[`resource:${resourceId}@7d`];
-  expect(await weekly.getByTestId('budget-used').innerText()).toBe(intText(weeklyUsage.totalTokens + weeklyUsage.reservedInputTokens + weeklyUsage.reservedOutputTokens));
+  expect(await weekly.getByTestId('budget-used').innerText()).toBe(
+    intText(weeklyUsage.totalTokens + weeklyUsage.reservedInputTokens + weeklyUsage.reservedOutputTokens),
+  );
   // Soft and hard thresholds are drawn: two dashed series besides the usage, named in the legend.
   expect(await daily.locator('.u-legend').innerText()).toMatch(/Soft \(60%\)[\s\S]*Hard limit/);
 
-  const decisions = (await call(service.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}&limit=20`, { token: readKey })).body.decisions;
+  const decisions = (
+    await call(service.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}&limit=20`, { token: readKey })
+  ).body.decisions;
   expect(await page.getByTestId('decision').count()).toBe(decisions.length);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope.png'), fullPage: true });
 
   // acme was checked twice: its denials are listed.
   await page.goto(`${service.url}/dashboard#/scope/resource/acme?w=7d`);
   await ready();
-  const acme = (await call(service.url, 'GET', '/v1/guard/decisions?scopeKey=resource:acme&limit=20', { token: readKey })).body.decisions;
+  const acme = (
+    await call(service.url, 'GET', '/v1/guard/decisions?scopeKey=resource:acme&limit=20', { token: readKey })
+  ).body.decisions;
   expect(acme.filter((d: any) => d.decision === 'deny')).toHaveLength(2);
   expect(await page.locator('[data-testid=decision][data-decision=deny]').count()).toBe(2);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-acme.png'), fullPage: true });
@@ -349,14 +433,24 @@ test('sign in, switch windows, open a scope and the budgets: the page shows what
     const card = cards.nth(i);
     const type = await card.getAttribute('data-limit-type');
     const ts = { start: (await card.getAttribute('data-start'))!, end: (await card.getAttribute('data-end'))! };
-    const { groups } = await metric('breakdown', { name: TOKENS, groupBy: ['resourceId'], aggregation: 'sum', filters: { timestamp: ts }, limit: 1000 });
+    const { groups } = await metric('breakdown', {
+      name: TOKENS,
+      groupBy: ['resourceId'],
+      aggregation: 'sum',
+      filters: { timestamp: ts },
+      limit: 1000,
+    });
     const used = (g: any) => (type === 'cost' ? g.estimatedCost : g.value);
-    const expected = groups.filter((g: any) => g.dimensions.resourceId !== null).sort((a: any, b: any) => used(b) - used(a));
+    const expected = groups
+      .filter((g: any) => g.dimensions.resourceId !== null)
+      .sort((a: any, b: any) => used(b) - used(a));
     const rows = card.getByTestId('policy-usage');
     expect(await rows.count()).toBe(Math.min(expected.length, 8));
     for (let r = 0; r < (await rows.count()); r++) {
       expect(await rows.nth(r).getAttribute('data-scope-id')).toBe(expected[r].dimensions.resourceId);
-      expect(await rows.nth(r).locator('.used').innerText()).toBe(type === 'cost' ? moneyText(used(expected[r]), 'USD') : intText(used(expected[r])));
+      expect(await rows.nth(r).locator('.used').innerText()).toBe(
+        type === 'cost' ? moneyText(used(expected[r]), 'USD') : intText(used(expected[r])),
+      );
     }
   }
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-budgets.png'), fullPage: true });
@@ -403,11 +497,20 @@ test('a step that used more than it reserved is listed on its scope page with th
   expect(reservation).toMatchObject({ inputTokens: 1000, outputTokens: 200, costUnit: 'USD' });
   expect(reservation.estimatedCost).toBeGreaterThan(0);
 
-  const step = stepEvent({ resourceId, traceId, reservationId: reservation.id, usage: { inputTokens: 3000, outputTokens: 200 } });
+  const step = stepEvent({
+    resourceId,
+    traceId,
+    reservationId: reservation.id,
+    usage: { inputTokens: 3000, outputTokens: 200 },
+  });
   const settle = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [step] } });
   expect(settle.status).toBeLessThan(300);
   const exceeded = settle.body.results[0].reservationExceeded;
-  expect(exceeded).toMatchObject({ reservationId: reservation.id, reserved: { inputTokens: 1000, outputTokens: 200 }, actual: { inputTokens: 3000, outputTokens: 200, costUnit: 'USD' } });
+  expect(exceeded).toMatchObject({
+    reservationId: reservation.id,
+    reserved: { inputTokens: 1000, outputTokens: 200 },
+    actual: { inputTokens: 3000, outputTokens: 200, costUnit: 'USD' },
+  });
   expect(exceeded.actual.cost).toBeGreaterThan(reservation.estimatedCost);
 
   await signIn(readKey);
@@ -443,7 +546,8 @@ test("a budget card shows each unit's cost when the scope's usage is in several 
   ];
   const ingest = await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events } });
   expect(ingest.body.accepted).toBe(2);
-  const usage = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey })).body.usage[`resource:${resourceId}@24h`];
+  const usage = (await call(service.url, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`, { token: readKey }))
+    .body.usage[`resource:${resourceId}@24h`];
   expect(Object.keys(usage.costByUnit).sort()).toEqual(['EUR', 'USD']);
   expect(usage.costByUnit.EUR).toBe(0.5);
 
@@ -452,7 +556,11 @@ test("a budget card shows each unit's cost when the scope's usage is in several 
   const daily = page.locator('[data-testid=budget][data-policy=resource-daily-cost]');
   const units = daily.getByTestId('budget-used-unit');
   expect(await units.count()).toBe(2);
-  const shown = Object.fromEntries(await Promise.all([0, 1].map(async (i) => [await units.nth(i).getAttribute('data-unit'), await units.nth(i).innerText()])));
+  const shown = Object.fromEntries(
+    await Promise.all(
+      [0, 1].map(async (i) => [await units.nth(i).getAttribute('data-unit'), await units.nth(i).innerText()]),
+    ),
+  );
   expect(shown).toEqual({ EUR: moneyText(0.5, 'EUR'), USD: moneyText(usage.costByUnit.USD, 'USD') });
   // Tokens have no unit: the token budget still shows one figure.
   const weekly = page.locator('[data-testid=budget][data-policy=resource-weekly-tokens]');
@@ -525,7 +633,9 @@ test('the steps page lists the step events newest first with the route’s figur
     expect(await row.getAttribute('data-event-id')).toBe(s.eventId);
     expect(await row.getByTestId('step-model').innerText()).toContain(`${s.provider} / ${s.model}`);
     expect(await row.getByTestId('step-cost').innerText()).toBe(s.unpriced ? '—' : moneyText(s.cost, s.costUnit));
-    expect(await row.getByTestId('step-latency').innerText()).toBe(s.durationMs === null ? '—' : `${intText(s.durationMs)} ms`);
+    expect(await row.getByTestId('step-latency').innerText()).toBe(
+      s.durationMs === null ? '—' : `${intText(s.durationMs)} ms`,
+    );
     expect((await row.getByTestId('step-input').innerText()).split('\n')[0]).toBe(intText(s.usage.inputTokens));
     expect((await row.getByTestId('step-output').innerText()).split('\n')[0]).toBe(intText(s.usage.outputTokens));
     expect(await row.getByTestId('step-cached').count()).toBe(s.usage.cacheReadTokens ? 1 : 0);
@@ -534,7 +644,9 @@ test('the steps page lists the step events newest first with the route’s figur
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-steps.png'), fullPage: true });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-steps-top.png') });
   // The table fits a 1360 px screen: no sideways scrolling.
-  expect(await page.locator('[data-testid=steps] .scroll-x').evaluate((d) => d.scrollWidth <= d.clientWidth)).toBe(true);
+  expect(await page.locator('[data-testid=steps] .scroll-x').evaluate((d) => d.scrollWidth <= d.clientWidth)).toBe(
+    true,
+  );
 
   // Older: the route's next page, then back to the newest.
   await page.getByTestId('next-page').click();
@@ -552,7 +664,9 @@ test('the steps page lists the step events newest first with the route’s figur
     total += next.steps.length;
     cursor = next.nextCursor;
   }
-  expect(total).toBe((await metric('aggregate', { name: STEPS, aggregation: 'count', filters: { timestamp: { start, end } } })).value);
+  expect(total).toBe(
+    (await metric('aggregate', { name: STEPS, aggregation: 'count', filters: { timestamp: { start, end } } })).value,
+  );
 
   // Filter by model and agent with the form.
   await page.getByTestId('first-page').click();
@@ -565,7 +679,8 @@ test('the steps page lists the step events newest first with the route’s figur
   const filtered = await steps(`${range}&limit=50&model=claude-3-5-sonnet-20240620&entityName=support-agent`);
   expect(filtered.steps.length).toBeGreaterThan(0);
   expect(await page.getByTestId('step').count()).toBe(filtered.steps.length);
-  for (const t of await page.getByTestId('step-model').allInnerTexts()) expect(t).toContain('anthropic / claude-3-5-sonnet-20240620');
+  for (const t of await page.getByTestId('step-model').allInnerTexts())
+    expect(t).toContain('anthropic / claude-3-5-sonnet-20240620');
   for (const t of await page.getByTestId('step-agent').allInnerTexts()) expect(t).toBe('support-agent');
 
   // Environment and tag, by URL; and a filter nothing matches.
@@ -586,14 +701,27 @@ test('a run shows its steps in order with the cumulative cost against the run bu
   const limits = [{ scope: 'run', maxCost: 0.02 }];
   const settled: any[] = [];
   for (let i = 0; i < 2; i++) {
-    const check = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context, estimate, reserve: true, stepId: `step-${i}-${traceId}`, limits } });
+    const check = await call(service.url, 'POST', '/v1/guard/check', {
+      token: project.key,
+      body: { context, estimate, reserve: true, stepId: `step-${i}-${traceId}`, limits },
+    });
     expect(check.body.decision).toBe('allow');
-    const e = stepEvent({ ...context, reservationId: check.body.reservation.id, durationMs: 900 + i, usage: { inputTokens: i ? 2500 : 900, outputTokens: 150, cacheReadTokens: 100 } });
-    expect((await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [e] } })).body.accepted).toBe(1);
+    const e = stepEvent({
+      ...context,
+      reservationId: check.body.reservation.id,
+      durationMs: 900 + i,
+      usage: { inputTokens: i ? 2500 : 900, outputTokens: 150, cacheReadTokens: 100 },
+    });
+    expect(
+      (await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [e] } })).body.accepted,
+    ).toBe(1);
     settled.push({ event: e, reservation: check.body.reservation });
   }
   // A third check whose estimate no longer fits the run's request limit: denied, and audited.
-  const denied = await call(service.url, 'POST', '/v1/guard/check', { token: project.key, body: { context, estimate: { ...estimate, inputTokens: 4000 }, limits } });
+  const denied = await call(service.url, 'POST', '/v1/guard/check', {
+    token: project.key,
+    body: { context, estimate: { ...estimate, inputTokens: 4000 }, limits },
+  });
   expect(denied.body.decision).toBe('deny');
   expect(denied.body.violations[0]).toMatchObject({ scope: 'run', scopeKey: `run:${traceId}`, source: 'request' });
 
@@ -613,25 +741,39 @@ test('a run shows its steps in order with the cumulative cost against the run bu
   const total = run.steps[0].cost + run.steps[1].cost;
   expect(await text('run-cost-value')).toBe(moneyText(total, 'USD'));
   expect(await text('run-budget-value')).toBe(moneyText(0.02, 'USD'));
-  expect(await text('run-budget-percent')).toBe(`${new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 1 }).format(total / 0.02)} used`);
+  expect(await text('run-budget-percent')).toBe(
+    `${new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 1 }).format(total / 0.02)} used`,
+  );
 
   // The timeline: reservation, its step, reservation, its step, the denial.
-  const kinds = await page.locator('[data-testid=timeline] tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as any).dataset.testid + ':' + ((tr as any).dataset.kind ?? '')));
-  expect(kinds).toEqual(['run-guard:reservation', 'run-step:', 'run-guard:reservation', 'run-step:', 'run-guard:decision']);
+  const kinds = await page
+    .locator('[data-testid=timeline] tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => (tr as any).dataset.testid + ':' + ((tr as any).dataset.kind ?? '')));
+  expect(kinds).toEqual([
+    'run-guard:reservation',
+    'run-step:',
+    'run-guard:reservation',
+    'run-step:',
+    'run-guard:decision',
+  ]);
   const stepRows = page.getByTestId('run-step');
   expect(await stepRows.nth(0).getByTestId('run-cumulative').innerText()).toBe(moneyText(run.steps[0].cost, 'USD'));
   expect(await stepRows.nth(1).getByTestId('run-cumulative').innerText()).toBe(moneyText(total, 'USD'));
   for (let i = 0; i < 2; i++) {
     const r = stepRows.nth(i).getByTestId('step-reservation');
     expect(await r.getAttribute('data-reservation-id')).toBe(settled[i].reservation.id);
-    expect(await r.getByTestId('step-reserved').innerText()).toBe(`${moneyText(settled[i].reservation.estimatedCost, 'USD')} · ${intText(settled[i].reservation.inputTokens)} in / 200 out`);
+    expect(await r.getByTestId('step-reserved').innerText()).toBe(
+      `${moneyText(settled[i].reservation.estimatedCost, 'USD')} · ${intText(settled[i].reservation.inputTokens)} in / 200 out`,
+    );
     expect(await r.getByTestId('step-settlement').innerText()).toBe('settled by this step');
   }
   // The second step used 2,500 input tokens against the reservation's estimate.
   expect(await stepRows.nth(1).getByTestId('step-exceeded').count()).toBe(run.steps[1].reservation.exceeded ? 1 : 0);
   expect(run.steps[1].reservation.exceeded).toBe(true);
   const denial = page.locator('[data-testid=run-guard][data-kind=decision]');
-  expect(await denial.locator(`[data-testid=finding][data-scope-key="run:${traceId}"]`).innerText()).toContain(`run ${traceId} · request limit: cost`);
+  expect(await denial.locator(`[data-testid=finding][data-scope-key="run:${traceId}"]`).innerText()).toContain(
+    `run ${traceId} · request limit: cost`,
+  );
   expect(Number(await page.locator('#chart-run').getAttribute('data-points'))).toBe(2);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-run.png'), fullPage: true });
 
@@ -640,7 +782,9 @@ test('a run shows its steps in order with the cumulative cost against the run bu
   const finding = page.locator(`[data-testid=decision] [data-testid=finding][data-scope-key="run:${traceId}"]`);
   expect(await finding.count()).toBe(1);
   expect(await finding.getByTestId('finding-scope').innerText()).toBe(`run ${traceId}`);
-  expect(await finding.locator('a[data-testid=finding-scope]').getAttribute('href')).toContain(`#/scope/run/${encodeURIComponent(traceId)}`);
+  expect(await finding.locator('a[data-testid=finding-scope]').getAttribute('href')).toContain(
+    `#/scope/run/${encodeURIComponent(traceId)}`,
+  );
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-scope-denied-by-run.png'), fullPage: true });
 
   // An unknown run and an unknown scope id say "no data", not zeros.
@@ -658,7 +802,14 @@ test('latency: p50/p95 per model over the window, as the route and the metric pe
   await page.goto(`${service.url}/dashboard#/latency?w=7d`);
   await ready();
   const { start, end } = await shownRange();
-  const { models } = (await call(service.url, 'GET', `/v1/steps/latency?from=${encodeURIComponent(start)}&to=${encodeURIComponent(end)}&limit=50`, { token: readKey })).body;
+  const { models } = (
+    await call(
+      service.url,
+      'GET',
+      `/v1/steps/latency?from=${encodeURIComponent(start)}&to=${encodeURIComponent(end)}&limit=50`,
+      { token: readKey },
+    )
+  ).body;
   expect(models.length).toBeGreaterThanOrEqual(4);
   const rows = page.getByTestId('latency-row');
   expect(await rows.count()).toBe(models.length);
@@ -674,12 +825,22 @@ test('latency: p50/p95 per model over the window, as the route and the metric pe
   // Over a range inside one UTC day, the metric route's 1d percentile is the same figure.
   // (The last 50 minutes hold four gpt-4o steps; the range starts no earlier than this UTC day.)
   const now = Date.now();
-  const ts = { start: new Date(Math.max(Math.floor(now / (24 * HOUR)) * 24 * HOUR, now - 50 * 60_000)).toISOString(), end: new Date(now).toISOString() };
+  const ts = {
+    start: new Date(Math.max(Math.floor(now / (24 * HOUR)) * 24 * HOUR, now - 50 * 60_000)).toISOString(),
+    end: new Date(now).toISOString(),
+  };
   const m = MODELS[0];
-  const answer = await call(service.url, 'GET', `/v1/steps/latency?from=${ts.start}&to=${ts.end}&model=${m.model}`, { token: readKey });
+  const answer = await call(service.url, 'GET', `/v1/steps/latency?from=${ts.start}&to=${ts.end}&model=${m.model}`, {
+    token: readKey,
+  });
   expect(answer.body.models).toHaveLength(1);
   const route = answer.body.models[0];
-  const perc = await metric('percentiles', { name: 'mastra_model_duration_ms', percentiles: [0.5, 0.95], interval: '1d', filters: { timestamp: ts, model: m.model } });
+  const perc = await metric('percentiles', {
+    name: 'mastra_model_duration_ms',
+    percentiles: [0.5, 0.95],
+    interval: '1d',
+    filters: { timestamp: ts, model: m.model },
+  });
   expect(perc.series.map((s: any) => s.points.map((p: any) => p.value))).toEqual([[route.p50], [route.p95]]);
 });
 
@@ -696,21 +857,35 @@ test('fixes: full model names, tables sorted by cost and sortable, one money for
   }
   // By cost by default; a click on Tokens sorts by tokens, a second click reverses.
   expect(await page.getByTestId('resources').getAttribute('data-sort')).toBe('cost');
-  const costs = (await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.cost))));
+  const costs = await page
+    .getByTestId('resources-row')
+    .evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.cost)));
   expect(costs).toEqual([...costs].sort((a, b) => b - a));
   await page.locator('[data-testid=resources] button[data-sort=tokens]').click();
-  const tokens = await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
+  const tokens = await page
+    .getByTestId('resources-row')
+    .evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
   expect(tokens).toEqual([...tokens].sort((a, b) => b - a));
   await page.locator('[data-testid=resources] button[data-sort=tokens]').click();
-  const ascending = await page.getByTestId('resources-row').evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
+  const ascending = await page
+    .getByTestId('resources-row')
+    .evaluateAll((trs) => trs.map((tr) => Number((tr as any).dataset.tokens)));
   expect(ascending).toEqual([...ascending].sort((a, b) => a - b));
   // 7 days: 28 six-hour buckets, whose sum is the window's tokens.
   const chart = page.locator('#chart-tokens');
   expect(await chart.getAttribute('data-points')).toMatch(/^(28|29)$/);
-  const totals = await metric('aggregate', { name: TOKENS, aggregation: 'sum', filters: { timestamp: { start, end } } });
+  const totals = await metric('aggregate', {
+    name: TOKENS,
+    aggregation: 'sum',
+    filters: { timestamp: { start, end } },
+  });
   expect(JSON.parse((await chart.getAttribute('data-sums'))!)[0]).toBe(totals.value);
   // One money format: $0.50 and $1.00, not $0.5000 beside $1.00.
-  expect(await page.evaluate("import('/dashboard/assets/format.js').then((f) => [f.money(0.5, 'USD'), f.money(1, 'USD'), f.money(0.0045, 'USD'), f.money(12.34567, 'USD')])")).toEqual(['$0.50', '$1.00', '$0.0045', '$12.3457']);
+  expect(
+    await page.evaluate(
+      "import('/dashboard/assets/format.js').then((f) => [f.money(0.5, 'USD'), f.money(1, 'USD'), f.money(0.0045, 'USD'), f.money(12.34567, 'USD')])",
+    ),
+  ).toEqual(['$0.50', '$1.00', '$0.0045', '$12.3457']);
 
   // 1400 px wide, with the custom range open: "Sign out" on the top bar's one line.
   await page.setViewportSize({ width: 1400, height: 900 });
@@ -725,13 +900,23 @@ test('fixes: full model names, tables sorted by cost and sortable, one money for
 
   // Unpriced steps are marked in the steps list.
   const own = await createProject(service.url, ['ingest', 'read']);
-  await call(service.url, 'POST', '/v1/events', { token: own.key, body: { events: [stepEvent({ provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 700, outputTokens: 30 } }), stepEvent()] } });
+  await call(service.url, 'POST', '/v1/events', {
+    token: own.key,
+    body: {
+      events: [
+        stepEvent({ provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 700, outputTokens: 30 } }),
+        stepEvent(),
+      ],
+    },
+  });
   await signIn(own.key);
   await page.goto(`${service.url}/dashboard#/steps?w=1h`);
   await ready();
   const unpricedRow = page.locator('[data-testid=step]', { has: page.locator('[data-testid=step-unpriced]') });
   expect(await unpricedRow.count()).toBe(1);
-  expect((await unpricedRow.getByTestId('step-unpriced').innerText()).replace(/\s+/g, ' ')).toBe('no price 730 tokens unpriced');
+  expect((await unpricedRow.getByTestId('step-unpriced').innerText()).replace(/\s+/g, ' ')).toBe(
+    'no price 730 tokens unpriced',
+  );
   await page.goto(`${service.url}/dashboard#/steps?w=1h&unpriced=true`);
   await ready();
   expect(await page.getByTestId('step').count()).toBe(1);
@@ -742,7 +927,9 @@ test('fixes: full model names, tables sorted by cost and sortable, one money for
     await page.setViewportSize({ width, height: 900 });
     await page.goto(`${service.url}/dashboard#/overview`);
     await ready();
-    const overflow = await page.locator('[data-testid=empty-project] pre').evaluateAll((pres) => pres.map((p) => p.scrollWidth - p.clientWidth));
+    const overflow = await page
+      .locator('[data-testid=empty-project] pre')
+      .evaluateAll((pres) => pres.map((p) => p.scrollWidth - p.clientWidth));
     expect(overflow).toEqual([0, 0]);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, `dashboard-empty-${width}.png`), fullPage: true });

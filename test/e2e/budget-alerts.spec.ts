@@ -21,24 +21,34 @@ describe('budget alerts', () => {
   });
   afterAll(() => svc.close());
 
-  const api = (p: TestProject, method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: p.key, body });
+  const api = (p: TestProject, method: string, path: string, body?: unknown) =>
+    call(svc.url, method, path, { token: p.key, body });
   const ingest = async (p: TestProject, events: unknown[]) => {
     const res = await api(p, 'POST', '/v1/events', { events });
     expect(res.status).toBe(200);
     return res.body;
   };
   const tokens = (resourceId: string, n: number, at = now, over: Record<string, unknown> = {}) =>
-    stepEvent({ resourceId, occurredAt: new Date(at).toISOString(), usage: { inputTokens: n, outputTokens: 0 }, ...over });
+    stepEvent({
+      resourceId,
+      occurredAt: new Date(at).toISOString(),
+      usage: { inputTokens: n, outputTokens: 0 },
+      ...over,
+    });
   const alertsOf = async (p: TestProject, scopeKey?: string) => {
     const res = await api(p, 'GET', `/v1/alerts${scopeKey ? `?scopeKey=${encodeURIComponent(scopeKey)}` : ''}`);
     expect(res.status).toBe(200);
     return res.body.alerts as any[];
   };
-  const policy = (p: TestProject, name: string, body: Record<string, unknown>) => api(p, 'PUT', `/v1/policies/${name}`, body);
+  const policy = (p: TestProject, name: string, body: Record<string, unknown>) =>
+    api(p, 'PUT', `/v1/policies/${name}`, body);
 
   it('64 agents racing across 50%, 80% and 100% write exactly one event per threshold, each naming the step that crossed it', async () => {
     const p = await createProject(svc.url);
-    expect((await policy(p, 'tokens', { scope: 'resource', window: '24h', maxTotalTokens: 64_000, alerts: [80, 50, 100] })).body.alerts).toEqual([50, 80, 100]);
+    expect(
+      (await policy(p, 'tokens', { scope: 'resource', window: '24h', maxTotalTokens: 64_000, alerts: [80, 50, 100] }))
+        .body.alerts,
+    ).toEqual([50, 80, 100]);
     const resourceId = `r-${randomUUID()}`;
     const steps = Array.from({ length: 64 }, (_, i) => tokens(resourceId, 1000, now - i));
     const results = await Promise.all(steps.map((s) => ingest(p, [s])));
@@ -53,10 +63,20 @@ describe('budget alerts', () => {
     // Commits are decided one after the other: each threshold is crossed by one step of 1000 tokens.
     expect(alerts.map((a) => a.usage)).toEqual([64_000, 52_000, 32_000]);
     for (const a of alerts) {
-      expect(a).toMatchObject({ scopeKey: `resource:${resourceId}`, window: '24h', source: 'policy:tokens', limitType: 'totalTokens', limit: 64_000, unit: 'tokens' });
+      expect(a).toMatchObject({
+        scopeKey: `resource:${resourceId}`,
+        window: '24h',
+        source: 'policy:tokens',
+        limitType: 'totalTokens',
+        limit: 64_000,
+        unit: 'tokens',
+      });
       expect(steps.map((s) => s.eventId)).toContain(a.stepEventId);
     }
-    const log = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'BudgetThresholdCrossed'`, p.id);
+    const log = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'BudgetThresholdCrossed'`,
+      p.id,
+    );
     expect(Number(log[0].n)).toBe(3);
     const metrics = await fetch(`${svc.url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/tollgate_alerts_fired_total\{kind="BudgetThresholdCrossed"\} \d+/);
@@ -100,8 +120,13 @@ describe('budget alerts', () => {
     const step = tokens(resourceId, 600);
     await ingest(p, [step]);
     await ingest(p, [tokens(resourceId, 100)]);
-    expect((await alertsOf(p, `resource:${resourceId}`)).map((a) => [a.source, a.threshold, a.usage, a.stepEventId])).toEqual([['request', 50, 600, step.eventId]]);
-    const bad = await api(p, 'POST', '/v1/guard/check', { context: { resourceId }, limits: [{ ...limits[0], alerts: [-1] }] });
+    expect(
+      (await alertsOf(p, `resource:${resourceId}`)).map((a) => [a.source, a.threshold, a.usage, a.stepEventId]),
+    ).toEqual([['request', 50, 600, step.eventId]]);
+    const bad = await api(p, 'POST', '/v1/guard/check', {
+      context: { resourceId },
+      limits: [{ ...limits[0], alerts: [-1] }],
+    });
     expect({ status: bad.status, field: bad.body.field }).toEqual({ status: 400, field: 'limits[0].alerts[0]' });
   });
 
@@ -139,7 +164,9 @@ describe('budget alerts', () => {
     expect(await alertsOf(p, `resource:${resourceId}`)).toEqual([]);
     const late = tokens(resourceId, 850, now - 23 * HOUR);
     await ingest(p, [late]);
-    expect((await alertsOf(p, `resource:${resourceId}`)).map((a) => [a.usage, a.stepEventId])).toEqual([[850, late.eventId]]);
+    expect((await alertsOf(p, `resource:${resourceId}`)).map((a) => [a.usage, a.stepEventId])).toEqual([
+      [850, late.eventId],
+    ]);
   });
 
   it('a reprice that moves usage across a threshold alerts in its commit', async () => {
@@ -147,15 +174,36 @@ describe('budget alerts', () => {
     // 1000 input + 200 output of an unpriced model, later priced 2 / M in, 8 / M out: 0.0036 a step.
     await policy(p, 'money', { scope: 'resource', window: '24h', maxCost: 0.01, alerts: [50] });
     const resourceId = `r-${randomUUID()}`;
-    const steps = [0, 1, 2].map((i) => stepEvent({ resourceId, occurredAt: new Date(now - HOUR - i).toISOString(), provider: 'acme', model: 'acme-large', usage: { inputTokens: 1000, outputTokens: 200 } }));
+    const steps = [0, 1, 2].map((i) =>
+      stepEvent({
+        resourceId,
+        occurredAt: new Date(now - HOUR - i).toISOString(),
+        provider: 'acme',
+        model: 'acme-large',
+        usage: { inputTokens: 1000, outputTokens: 200 },
+      }),
+    );
     await ingest(p, steps);
     expect(await alertsOf(p, `resource:${resourceId}`)).toEqual([]);
-    expect((await api(p, 'PUT', '/v1/prices/acme/acme-large', { effectiveFrom: new Date(now - 2 * HOUR).toISOString(), inputPerMillion: 2, outputPerMillion: 8 })).status).toBe(200);
-    const res = await api(p, 'POST', '/v1/prices/reprice', { from: new Date(now - 3 * HOUR).toISOString(), to: new Date(now).toISOString() });
+    expect(
+      (
+        await api(p, 'PUT', '/v1/prices/acme/acme-large', {
+          effectiveFrom: new Date(now - 2 * HOUR).toISOString(),
+          inputPerMillion: 2,
+          outputPerMillion: 8,
+        })
+      ).status,
+    ).toBe(200);
+    const res = await api(p, 'POST', '/v1/prices/reprice', {
+      from: new Date(now - 3 * HOUR).toISOString(),
+      to: new Date(now).toISOString(),
+    });
     expect(res.body.repriced).toBe(3);
     const alerts = await alertsOf(p, `resource:${resourceId}`);
     // Repriced in occurredAt order: the second correction reaches 0.0072 ≥ 0.005.
-    expect(alerts.map((a) => [a.kind, a.threshold, a.usage, a.unit, a.stepEventId])).toEqual([['BudgetThresholdCrossed', 50, 0.0108, 'USD', steps[1].eventId]]);
+    expect(alerts.map((a) => [a.kind, a.threshold, a.usage, a.unit, a.stepEventId])).toEqual([
+      ['BudgetThresholdCrossed', 50, 0.0108, 'USD', steps[1].eventId],
+    ]);
   });
 
   it('a hard limit that denies alerts BudgetExhausted once, and again after usage fell back', async () => {
@@ -169,7 +217,9 @@ describe('budget alerts', () => {
       const denials = await Promise.all(Array.from({ length: 8 }, check));
       expect(denials.every((d) => d.body.decision === 'deny')).toBe(true);
       let alerts = await alertsOf(p, `resource:${resourceId}`);
-      expect(alerts.map((a) => [a.kind, a.usage, a.limit, a.source])).toEqual([['BudgetExhausted', 1000, 1000, 'policy:cap']]);
+      expect(alerts.map((a) => [a.kind, a.usage, a.limit, a.source])).toEqual([
+        ['BudgetExhausted', 1000, 1000, 'policy:cap'],
+      ]);
 
       now = t0 + 11 * MIN; // aged out
       await ingest(p, [tokens(resourceId, 1000)]); // its commit sees the budget back at 0 first
@@ -186,18 +236,39 @@ describe('budget alerts', () => {
     await policy(p, 'day', { scope: 'resource', window: '24h', maxTotalTokens: 10_000 });
     const resourceId = `r-${randomUUID()}`;
     // 3000 tokens 5 h ago (outside the last hour), 1000 in the last hour: 4000 used, 1000 / h.
-    await ingest(p, [tokens(resourceId, 3000, now - 5 * HOUR), tokens(resourceId, 600, now - 40 * MIN), tokens(resourceId, 400, now - MIN)]);
-    const res = await api(p, 'POST', '/v1/guard/check', { context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxInputTokens: 100_000 }] });
+    await ingest(p, [
+      tokens(resourceId, 3000, now - 5 * HOUR),
+      tokens(resourceId, 600, now - 40 * MIN),
+      tokens(resourceId, 400, now - MIN),
+    ]);
+    const res = await api(p, 'POST', '/v1/guard/check', {
+      context: { resourceId },
+      limits: [{ scope: 'resource', window: '24h', maxInputTokens: 100_000 }],
+    });
     const forecast = res.body.usage[`resource:${resourceId}@24h`].forecast;
-    expect(forecast.burnRate).toEqual({ cost: 0.0025, costUnit: 'USD', totalTokens: 1000, inputTokens: 1000, outputTokens: 0 });
+    expect(forecast.burnRate).toEqual({
+      cost: 0.0025,
+      costUnit: 'USD',
+      totalTokens: 1000,
+      inputTokens: 1000,
+      outputTokens: 0,
+    });
     // 6000 tokens left at 1000 / h: 6 h from now. 96 000 input tokens left: 96 h, past the 24 h window.
     expect(forecast.limits).toEqual([
       { source: 'request', limitType: 'inputTokens', limit: 100_000, unit: 'tokens', reachedAt: null },
-      { source: 'policy:day', limitType: 'totalTokens', limit: 10_000, unit: 'tokens', reachedAt: new Date(now + 6 * HOUR).toISOString() },
+      {
+        source: 'policy:day',
+        limitType: 'totalTokens',
+        limit: 10_000,
+        unit: 'tokens',
+        reachedAt: new Date(now + 6 * HOUR).toISOString(),
+      },
     ]);
     expect(forecast.limitReachedAt).toBe(new Date(now + 6 * HOUR).toISOString());
     const usage = await api(p, 'GET', `/v1/guard/usage?scopeKey=resource:${resourceId}`);
-    expect(usage.body.usage[`resource:${resourceId}@24h`].forecast.limitReachedAt).toBe(new Date(now + 6 * HOUR).toISOString());
+    expect(usage.body.usage[`resource:${resourceId}@24h`].forecast.limitReachedAt).toBe(
+      new Date(now + 6 * HOUR).toISOString(),
+    );
   });
 
   it('refuses bad thresholds with the field, storing nothing', async () => {

@@ -25,7 +25,16 @@ interface Run {
 
 /** The built CLI (`node dist/apps/cli/src/main.js`, what `npm run tollgate --` runs) against the test database. */
 function tollgate(args: string[], env: Record<string, string | undefined> = {}, input?: string): Promise<Run> {
-  const merged: Record<string, string | undefined> = { ...process.env, DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX, TOLLGATE_SECRET_KEY: SECRET_KEY, TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1', LOG_LEVEL: 'log', ...env };
+  const merged: Record<string, string | undefined> = {
+    ...process.env,
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX,
+    TOLLGATE_SECRET_KEY: SECRET_KEY,
+    TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
+    LOG_LEVEL: 'log',
+    ...env,
+  };
   // undefined: the variable is not set at all.
   for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
   return new Promise((resolve) => {
@@ -73,7 +82,22 @@ describe('npm run tollgate -- …', () => {
   it('lists every command; an unknown command or option is an error with the usage (exit 2)', async () => {
     const help = await tollgate(['help']);
     expect(help.code).toBe(0);
-    for (const c of ['projects create', 'keys create', 'policies put', 'prices set', 'prices reprice', 'exporters put', 'exporters dead-letters', 'exporters retry', 'events tail', 'events show', 'guard check', 'guard usage', 'doctor', 'migrate']) {
+    for (const c of [
+      'projects create',
+      'keys create',
+      'policies put',
+      'prices set',
+      'prices reprice',
+      'exporters put',
+      'exporters dead-letters',
+      'exporters retry',
+      'events tail',
+      'events show',
+      'guard check',
+      'guard usage',
+      'doctor',
+      'migrate',
+    ]) {
       expect(help.stdout).toContain(`  ${c}`);
     }
 
@@ -111,15 +135,30 @@ describe('npm run tollgate -- …', () => {
   }, 60_000);
 
   it('creates a project and keys, lists and revokes them — without Redis, and the key works on the API', async () => {
-    const project = json(await tollgate(['projects', 'create', '--name', 'cli demo', '--json'], { REDIS_URL: NO_REDIS }));
-    expect(project).toMatchObject({ id: expect.stringMatching(/^prj_/), name: 'cli demo', unpricedPolicy: 'deny', costUnit: 'USD' });
+    const project = json(
+      await tollgate(['projects', 'create', '--name', 'cli demo', '--json'], { REDIS_URL: NO_REDIS }),
+    );
+    expect(project).toMatchObject({
+      id: expect.stringMatching(/^prj_/),
+      name: 'cli demo',
+      unpricedPolicy: 'deny',
+      costUnit: 'USD',
+    });
 
-    const created = await tollgate(['keys', 'create', '--project', project.id, '--scopes', 'ingest,read', '--json'], { REDIS_URL: NO_REDIS });
+    const created = await tollgate(['keys', 'create', '--project', project.id, '--scopes', 'ingest,read', '--json'], {
+      REDIS_URL: NO_REDIS,
+    });
     expect(created.code).toBe(0);
     expect(created.stderr).not.toMatch(/ioredis|ECONNREFUSED|Unhandled/);
     const key = JSON.parse(created.stdout);
-    expect(key).toMatchObject({ projectId: project.id, key: expect.stringMatching(/^tg_/), scopes: ['ingest', 'read'] });
-    expect((await call(svc.url, 'POST', '/v1/events', { token: key.key, body: { events: [stepEvent()] } })).status).toBe(200);
+    expect(key).toMatchObject({
+      projectId: project.id,
+      key: expect.stringMatching(/^tg_/),
+      scopes: ['ingest', 'read'],
+    });
+    expect(
+      (await call(svc.url, 'POST', '/v1/events', { token: key.key, body: { events: [stepEvent()] } })).status,
+    ).toBe(200);
 
     const listed = json(await tollgate(['keys', 'list', '--project', project.id, '--json'], { REDIS_URL: NO_REDIS }));
     expect(JSON.stringify(listed)).toContain(key.id);
@@ -128,48 +167,149 @@ describe('npm run tollgate -- …', () => {
     const human = await tollgate(['keys', 'list', '--project', project.id], { REDIS_URL: NO_REDIS });
     expect(human.stdout.split('\n')[0]).toMatch(/^id\s+scopes\s+createdAt/);
 
-    json(await tollgate(['keys', 'revoke', '--project', project.id, '--key', key.id, '--json'], { REDIS_URL: NO_REDIS }));
-    expect((await call(svc.url, 'POST', '/v1/events', { token: key.key, body: { events: [stepEvent()] } })).status).toBe(401);
+    json(
+      await tollgate(['keys', 'revoke', '--project', project.id, '--key', key.id, '--json'], { REDIS_URL: NO_REDIS }),
+    );
+    expect(
+      (await call(svc.url, 'POST', '/v1/events', { token: key.key, body: { events: [stepEvent()] } })).status,
+    ).toBe(401);
 
     const bad = await tollgate(['projects', 'create', '--name', 'x', '--unpriced-policy', 'free']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^--unpriced-policy Invalid option/m);
 
-    const settings = json(await tollgate(['projects', 'settings', '--project', project.id, '--unpriced-policy', 'fallback', '--fallback-input', '3', '--fallback-output', '15', '--json']));
-    expect(settings).toMatchObject({ unpricedPolicy: 'fallback', unpricedFallback: { inputPerMillion: 3, outputPerMillion: 15 } });
+    const settings = json(
+      await tollgate([
+        'projects',
+        'settings',
+        '--project',
+        project.id,
+        '--unpriced-policy',
+        'fallback',
+        '--fallback-input',
+        '3',
+        '--fallback-output',
+        '15',
+        '--json',
+      ]),
+    );
+    expect(settings).toMatchObject({
+      unpricedPolicy: 'fallback',
+      unpricedFallback: { inputPerMillion: 3, outputPerMillion: 15 },
+    });
 
-    const unknownProject = await tollgate(['projects', 'settings', '--project', 'prj_does_not_exist', '--cost-unit', 'EUR']);
+    const unknownProject = await tollgate([
+      'projects',
+      'settings',
+      '--project',
+      'prj_does_not_exist',
+      '--cost-unit',
+      'EUR',
+    ]);
     expect(unknownProject.code).toBe(1);
     expect(unknownProject.stderr).toMatch(/^not_found: No project prj_does_not_exist \(field projectId\)$/m);
   }, 300_000);
 
   it('policies, prices and the guard: the same validation and answers as the API', async () => {
     const p = await createProject(svc.url);
-    const put = json(await tollgate(['policies', 'put', 'daily', '--project', p.id, '--file', file('policy.json', { scope: 'resource', window: '24h', maxCost: 5 }), '--json']));
+    const put = json(
+      await tollgate([
+        'policies',
+        'put',
+        'daily',
+        '--project',
+        p.id,
+        '--file',
+        file('policy.json', { scope: 'resource', window: '24h', maxCost: 5 }),
+        '--json',
+      ]),
+    );
     expect(put).toMatchObject({ name: 'daily', scope: 'resource', window: '24h', maxCost: 5, strategy: 'block' });
     const viaApi = await call(svc.url, 'GET', '/v1/policies', { token: p.key });
     expect(json(await tollgate(['policies', 'list', '--project', p.id, '--json']))).toEqual(viaApi.body);
     // The OpenAPI document's response schemas describe what the routes answer.
     expect(z.strictObject({ policies: z.array(policyResponse.strict()) }).safeParse(viaApi.body).error).toBeUndefined();
-    expect(keyListResponse.safeParse((await call(svc.url, 'GET', `/v1/admin/projects/${p.id}/keys`, { token: TEST_ADMIN_TOKEN })).body).error).toBeUndefined();
+    expect(
+      keyListResponse.safeParse(
+        (await call(svc.url, 'GET', `/v1/admin/projects/${p.id}/keys`, { token: TEST_ADMIN_TOKEN })).body,
+      ).error,
+    ).toBeUndefined();
 
-    const badPolicy = await tollgate(['policies', 'put', 'daily', '--project', p.id, '--file', '-'], {}, JSON.stringify({ scope: 'resource', window: '2d', maxCost: 5 }));
+    const badPolicy = await tollgate(
+      ['policies', 'put', 'daily', '--project', p.id, '--file', '-'],
+      {},
+      JSON.stringify({ scope: 'resource', window: '2d', maxCost: 5 }),
+    );
     expect(badPolicy.code).toBe(2);
     expect(badPolicy.stderr).toMatch(/^window Invalid option/m);
 
-    const price = json(await tollgate(['prices', 'set', '--project', p.id, '--provider', 'acme', '--model', 'big', '--input', '3', '--output', '15', '--json']));
-    expect(price).toMatchObject({ provider: 'acme', model: 'big', inputPerMillion: 3, outputPerMillion: 15, currency: 'USD' });
-    expect(json(await tollgate(['prices', 'list', '--project', p.id, '--json'])).prices).toEqual([expect.objectContaining({ id: price.id })]);
-    expect(z.strictObject({ prices: z.array(priceResponse.strict()) }).safeParse((await call(svc.url, 'GET', '/v1/prices', { token: p.key })).body).error).toBeUndefined();
-    const negative = await tollgate(['prices', 'set', '--project', p.id, '--provider', 'acme', '--model', 'big', '--input=-3', '--output', '15']);
+    const price = json(
+      await tollgate([
+        'prices',
+        'set',
+        '--project',
+        p.id,
+        '--provider',
+        'acme',
+        '--model',
+        'big',
+        '--input',
+        '3',
+        '--output',
+        '15',
+        '--json',
+      ]),
+    );
+    expect(price).toMatchObject({
+      provider: 'acme',
+      model: 'big',
+      inputPerMillion: 3,
+      outputPerMillion: 15,
+      currency: 'USD',
+    });
+    expect(json(await tollgate(['prices', 'list', '--project', p.id, '--json'])).prices).toEqual([
+      expect.objectContaining({ id: price.id }),
+    ]);
+    expect(
+      z
+        .strictObject({ prices: z.array(priceResponse.strict()) })
+        .safeParse((await call(svc.url, 'GET', '/v1/prices', { token: p.key })).body).error,
+    ).toBeUndefined();
+    const negative = await tollgate([
+      'prices',
+      'set',
+      '--project',
+      p.id,
+      '--provider',
+      'acme',
+      '--model',
+      'big',
+      '--input=-3',
+      '--output',
+      '15',
+    ]);
     expect(negative.code).toBe(2);
     expect(negative.stderr).toMatch(/^--input must not be negative/m);
 
     // 1000 input tokens × 1.35 (the margin for an unknown family) × $3/M + 100 × $15/M.
-    const check = json(await tollgate(['guard', 'check', '--project', p.id, '--file', '-', '--json'], {}, JSON.stringify({ context: { resourceId: 'r1' }, estimate: { provider: 'acme', model: 'big', inputTokens: 1000, maxOutputTokens: 100 }, dryRun: true })));
+    const check = json(
+      await tollgate(
+        ['guard', 'check', '--project', p.id, '--file', '-', '--json'],
+        {},
+        JSON.stringify({
+          context: { resourceId: 'r1' },
+          estimate: { provider: 'acme', model: 'big', inputTokens: 1000, maxOutputTokens: 100 },
+          dryRun: true,
+        }),
+      ),
+    );
     expect(check).toMatchObject({ decision: 'allow', estimate: { cost: 0.00555, costUnit: 'USD', priced: true } });
     const usage = json(await tollgate(['guard', 'usage', '--project', p.id, '--scope', 'resource:r1', '--json']));
-    expect(usage).toMatchObject({ scopeKey: 'resource:r1', policies: [expect.objectContaining({ name: 'daily', usageKey: 'resource:r1@24h' })], usage: { 'resource:r1@24h': expect.objectContaining({ totalTokens: 0 }) } });
+    expect(usage).toMatchObject({
+      scopeKey: 'resource:r1',
+      policies: [expect.objectContaining({ name: 'daily', usageKey: 'resource:r1@24h' })],
+      usage: { 'resource:r1@24h': expect.objectContaining({ totalTokens: 0 }) },
+    });
     const badScope = await tollgate(['guard', 'usage', '--project', p.id, '--scope', 'planet:x']);
     expect(badScope.code).toBe(2);
 
@@ -179,14 +319,27 @@ describe('npm run tollgate -- …', () => {
 
   it('events tail and show read the log', async () => {
     const p = await createProject(svc.url);
-    const events = [stepEvent({ usage: { inputTokens: 1200, outputTokens: 80 } }), stepEvent({ usage: { inputTokens: 10, outputTokens: 5 } })];
+    const events = [
+      stepEvent({ usage: { inputTokens: 1200, outputTokens: 80 } }),
+      stepEvent({ usage: { inputTokens: 10, outputTokens: 5 } }),
+    ];
     expect((await call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } })).body.accepted).toBe(2);
     const tail = json(await tollgate(['events', 'tail', '--project', p.id, '--json']));
     expect(tail.events.map((e: { eventId: string }) => e.eventId)).toEqual(events.map((e) => e.eventId));
     const shown = json(await tollgate(['events', 'show', events[0].eventId, '--project', p.id, '--json']));
-    expect(shown).toMatchObject({ eventId: events[0].eventId, type: 'StepUsageRecorded', provider: 'openai', model: 'gpt-4o', inputTokens: 1200, outputTokens: 80, unpriced: false });
+    expect(shown).toMatchObject({
+      eventId: events[0].eventId,
+      type: 'StepUsageRecorded',
+      provider: 'openai',
+      model: 'gpt-4o',
+      inputTokens: 1200,
+      outputTokens: 80,
+      unpriced: false,
+    });
     const plain = await tollgate(['events', 'tail', '--project', p.id, '--limit', '1']);
-    expect(plain.stdout.trim().split('\n')).toEqual([expect.stringContaining(`StepUsageRecorded  ${events[1].eventId}  openai/gpt-4o`)]);
+    expect(plain.stdout.trim().split('\n')).toEqual([
+      expect.stringContaining(`StepUsageRecorded  ${events[1].eventId}  openai/gpt-4o`),
+    ]);
     const none = await tollgate(['events', 'show', 'evt-none', '--project', p.id]);
     expect(none.code).toBe(1);
     expect(none.stderr).toContain(`No event evt-none in project ${p.id}`);
@@ -195,18 +348,45 @@ describe('npm run tollgate -- …', () => {
   it('exporters: put from a file, list, status, pause, resume, replay, dead letters and retry', async () => {
     const p = await createProject(svc.url);
     const exporter = { type: 'webhook', url: 'http://127.0.0.1:9/hook', signingSecret: 'webhook-secret-0123456789' };
-    const put = json(await tollgate(['exporters', 'put', 'hook', '--project', p.id, '--file', file('exporter.json', exporter), '--json']));
+    const put = json(
+      await tollgate([
+        'exporters',
+        'put',
+        'hook',
+        '--project',
+        p.id,
+        '--file',
+        file('exporter.json', exporter),
+        '--json',
+      ]),
+    );
     expect(put).toMatchObject({ name: 'hook', type: 'webhook' });
     expect(JSON.stringify(put)).not.toContain('webhook-secret');
     const listed = json(await tollgate(['exporters', 'list', '--project', p.id, '--json']));
     expect(JSON.stringify(listed)).toContain('"hook"');
-    expect(json(await tollgate(['exporters', 'pause', 'hook', '--project', p.id, '--json']))).toMatchObject({ name: 'hook', status: 'paused' });
-    expect(json(await tollgate(['exporters', 'status', 'hook', '--project', p.id, '--json']))).toMatchObject({ name: 'hook', status: 'paused' });
-    expect(json(await tollgate(['exporters', 'resume', 'hook', '--project', p.id, '--json']))).toMatchObject({ name: 'hook', status: 'active' });
-    expect(json(await tollgate(['exporters', 'replay', 'hook', '--project', p.id, '--from-position', '0', '--json']))).toMatchObject({ name: 'hook' });
-    expect(json(await tollgate(['exporters', 'dead-letters', 'hook', '--project', p.id, '--json']))).toEqual({ deadLetters: [] });
+    expect(json(await tollgate(['exporters', 'pause', 'hook', '--project', p.id, '--json']))).toMatchObject({
+      name: 'hook',
+      status: 'paused',
+    });
+    expect(json(await tollgate(['exporters', 'status', 'hook', '--project', p.id, '--json']))).toMatchObject({
+      name: 'hook',
+      status: 'paused',
+    });
+    expect(json(await tollgate(['exporters', 'resume', 'hook', '--project', p.id, '--json']))).toMatchObject({
+      name: 'hook',
+      status: 'active',
+    });
+    expect(
+      json(await tollgate(['exporters', 'replay', 'hook', '--project', p.id, '--from-position', '0', '--json'])),
+    ).toMatchObject({ name: 'hook' });
+    expect(json(await tollgate(['exporters', 'dead-letters', 'hook', '--project', p.id, '--json']))).toEqual({
+      deadLetters: [],
+    });
     expect(json(await tollgate(['exporters', 'retry', 'hook', '--project', p.id, '--json']))).toEqual({ retrying: [] });
-    const noSecretKey = await tollgate(['exporters', 'put', 'hook2', '--project', p.id, '--file', file('exporter.json', exporter)], { TOLLGATE_SECRET_KEY: undefined });
+    const noSecretKey = await tollgate(
+      ['exporters', 'put', 'hook2', '--project', p.id, '--file', file('exporter.json', exporter)],
+      { TOLLGATE_SECRET_KEY: undefined },
+    );
     expect(noSecretKey.code).toBe(1);
     expect(noSecretKey.stderr).toMatch(/^not_configured: /m);
     const noRedis = await tollgate(['exporters', 'resume', 'hook', '--project', p.id], { REDIS_URL: NO_REDIS });
@@ -229,11 +409,20 @@ describe('npm run tollgate -- …', () => {
       'admin token': 'ok',
     });
 
-    const bad = await tollgate(['doctor'], { REDIS_URL: NO_REDIS, TOLLGATE_SECRET_KEY: undefined, TOLLGATE_ADMIN_TOKEN: undefined, DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/tollgate_doctor_missing' });
+    const bad = await tollgate(['doctor'], {
+      REDIS_URL: NO_REDIS,
+      TOLLGATE_SECRET_KEY: undefined,
+      TOLLGATE_ADMIN_TOKEN: undefined,
+      DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/tollgate_doctor_missing',
+    });
     expect(bad.code).toBe(1);
-    expect(bad.stdout).toMatch(/^FAIL  migrations  the database does not exist yet\n\s+→ `npm start` or `npm run migrate` creates it/m);
+    expect(bad.stdout).toMatch(
+      /^FAIL  migrations  the database does not exist yet\n\s+→ `npm start` or `npm run migrate` creates it/m,
+    );
     expect(bad.stdout).toMatch(/^FAIL  redis\s+redis:\/\/127\.0\.0\.1:6398: .*ECONNREFUSED.*\n\s+→ start Redis/m);
-    expect(bad.stdout).toMatch(/^warn  secret key  TOLLGATE_SECRET_KEY is not set: .*501 not_configured\n\s+→ set TOLLGATE_SECRET_KEY/m);
+    expect(bad.stdout).toMatch(
+      /^warn  secret key  TOLLGATE_SECRET_KEY is not set: .*501 not_configured\n\s+→ set TOLLGATE_SECRET_KEY/m,
+    );
     expect(bad.stdout).toMatch(/^warn  admin token TOLLGATE_ADMIN_TOKEN is not set/m);
 
     const config = await tollgate(['doctor'], { PORT: 'eighty' });

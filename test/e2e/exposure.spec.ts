@@ -16,7 +16,10 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 async function withExporter(svc: RunningService): Promise<{ project: TestProject; exporter: string }> {
   const project = await createProject(svc.url);
   const exporter = `exp-${randomBytes(6).toString('hex')}`;
-  const res = await call(svc.url, 'PUT', `/v1/exporters/${exporter}`, { token: project.key, body: webhookExporter('http://127.0.0.1:9/hook') });
+  const res = await call(svc.url, 'PUT', `/v1/exporters/${exporter}`, {
+    token: project.key,
+    body: webhookExporter('http://127.0.0.1:9/hook'),
+  });
   expect([200, 201]).toContain(res.status);
   return { project, exporter };
 }
@@ -69,9 +72,18 @@ describe('GET /metrics', () => {
 
   it('refuses a wrong token of any length with 401, and throttles an address that keeps guessing', async () => {
     const svc = await start({ METRICS_TOKEN, AUTH_FAILURES_PER_ADDRESS: '5', AUTH_FAILURE_WINDOW_MS: '600000' });
-    const guesses = ['', 'x', METRICS_TOKEN.slice(0, -1), METRICS_TOKEN + 'x', 'y'.repeat(METRICS_TOKEN.length), 'z'.repeat(5000), 'again'];
+    const guesses = [
+      '',
+      'x',
+      METRICS_TOKEN.slice(0, -1),
+      METRICS_TOKEN + 'x',
+      'y'.repeat(METRICS_TOKEN.length),
+      'z'.repeat(5000),
+      'again',
+    ];
     const statuses = [];
-    for (const g of guesses) statuses.push((await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${g}` } })).status);
+    for (const g of guesses)
+      statuses.push((await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${g}` } })).status);
     // '' is no bearer token at all: 401 without counting. Then 5 wrong guesses, then throttled.
     expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
   });
@@ -82,13 +94,26 @@ describe('security headers of the dashboard and /docs', () => {
   beforeAll(async () => (svc = await startService()));
   afterAll(() => svc.close());
 
-  const PAGES = ['/dashboard', '/dashboard/assets/app.js', '/dashboard/assets/styles.css', '/dashboard/vendor/uPlot.iife.min.js', '/docs', '/docs/assets/swagger-ui-bundle.js', '/docs/json'];
+  const PAGES = [
+    '/dashboard',
+    '/dashboard/assets/app.js',
+    '/dashboard/assets/styles.css',
+    '/dashboard/vendor/uPlot.iife.min.js',
+    '/docs',
+    '/docs/assets/swagger-ui-bundle.js',
+    '/docs/json',
+  ];
 
   it.each(PAGES)('%s: a strict CSP without inline script, frame-ancestors none, nosniff, no referrer', async (path) => {
     const res = await fetch(svc.url + path);
     expect(res.status).toBe(200);
     const csp = res.headers.get('content-security-policy') ?? '';
-    const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+    const directives = new Map(
+      csp
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...values]) => [name, values]),
+    );
     expect(directives.get('default-src')).toEqual(["'self'"]);
     // The /docs page may allow its one inline script by hash; nothing else inline, ever.
     const scripts = directives.get('script-src') ?? [];
@@ -108,16 +133,33 @@ describe('security headers of the dashboard and /docs', () => {
     const context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     const problems: string[] = [];
     try {
       const page = context.pages()[0] ?? (await context.newPage());
       // Chromium reports a blocked resource, style or script as a console error ("Refused to …").
-      page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && problems.push(m.text()));
+      page.on(
+        'console',
+        (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && problems.push(m.text()),
+      );
       page.on('pageerror', (e) => problems.push(e.message));
-      page.on('response', (r) => r.status() >= 400 && !r.url().endsWith('/favicon.ico') && problems.push(`${r.status()} ${r.url()}`));
-      await page.addInitScript({ content: "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))" });
+      page.on(
+        'response',
+        (r) => r.status() >= 400 && !r.url().endsWith('/favicon.ico') && problems.push(`${r.status()} ${r.url()}`),
+      );
+      await page.addInitScript({
+        content:
+          "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))",
+      });
       await visit(page, problems);
     } finally {
       await context.close();
@@ -141,8 +183,14 @@ describe('security headers of the dashboard and /docs', () => {
 
   it('/dashboard signs in and renders its pages in Chromium under its CSP, without one violation', async () => {
     const project = await createProject(svc.url);
-    await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events: [stepEvent({ resourceId: 'csp-resource' })] } });
-    const policy = await call(svc.url, 'PUT', '/v1/policies/csp-cap', { token: project.key, body: { scope: 'resource', window: '24h', maxTotalTokens: 100_000, warnAtPercent: 50 } });
+    await call(svc.url, 'POST', '/v1/events', {
+      token: project.key,
+      body: { events: [stepEvent({ resourceId: 'csp-resource' })] },
+    });
+    const policy = await call(svc.url, 'PUT', '/v1/policies/csp-cap', {
+      token: project.key,
+      body: { scope: 'resource', window: '24h', maxTotalTokens: 100_000, warnAtPercent: 50 },
+    });
     expect(policy.status).toBe(200);
     const problems = await inChromium(async (page) => {
       await page.goto(`${svc.url}/dashboard`);
@@ -156,7 +204,12 @@ describe('security headers of the dashboard and /docs', () => {
         await page.waitForSelector(`#view[data-state=ready][data-hash="${hash}"]`);
       }
       expect(await page.locator('.meter .fill').count()).toBeGreaterThan(0);
-      expect(await page.locator('.meter .fill').first().evaluate((el) => (el as unknown as { style: { width: string } }).style.width)).toMatch(/%$/);
+      expect(
+        await page
+          .locator('.meter .fill')
+          .first()
+          .evaluate((el) => (el as unknown as { style: { width: string } }).style.width),
+      ).toMatch(/%$/);
     });
     expect(problems).toEqual([]);
   }, 60_000);

@@ -40,12 +40,25 @@ function asProject(svc: RunningService, p: TestProject) {
     check: (body: Record<string, unknown>) => call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body }),
     ingest: (events: unknown[]) => call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } }),
     release: (id: string) => call(svc.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: p.key }),
-    configure: (body: Record<string, unknown>) => call(svc.url, 'PATCH', `/v1/admin/projects/${p.id}`, { token: TEST_ADMIN_TOKEN, body }),
+    configure: (body: Record<string, unknown>) =>
+      call(svc.url, 'PATCH', `/v1/admin/projects/${p.id}`, { token: TEST_ADMIN_TOKEN, body }),
     logOf: (type: string, reservationId: string) =>
-      svc.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 AND reservation_id = $3`, p.id, type, reservationId),
-    reservations: () => svc.prisma.$queryRawUnsafe<{ id: string; status: string; cost_micros: bigint }[]>('SELECT id, status, cost_micros FROM reservations WHERE project_id = $1', p.id),
+      svc.prisma.$queryRawUnsafe<any[]>(
+        `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 AND reservation_id = $3`,
+        p.id,
+        type,
+        reservationId,
+      ),
+    reservations: () =>
+      svc.prisma.$queryRawUnsafe<{ id: string; status: string; cost_micros: bigint }[]>(
+        'SELECT id, status, cost_micros FROM reservations WHERE project_id = $1',
+        p.id,
+      ),
     recordedCostMicros: async () => {
-      const [row] = await svc.prisma.$queryRawUnsafe<{ cost: bigint | null }[]>(`SELECT sum(cost_micros) AS cost FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`, p.id);
+      const [row] = await svc.prisma.$queryRawUnsafe<{ cost: bigint | null }[]>(
+        `SELECT sum(cost_micros) AS cost FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`,
+        p.id,
+      );
       return Number(row.cost ?? 0);
     },
   };
@@ -56,7 +69,11 @@ const isUnavailable = (r: Reply) => typeof r.body?.reason === 'string' && r.body
 
 /** The admin route that changes a project's settings answered success. */
 function expectPatched(reply: Reply) {
-  expect({ status: reply.status, ok: reply.status === 200 || reply.status === 204, body: reply.body }).toEqual({ status: reply.status, ok: true, body: reply.body });
+  expect({ status: reply.status, ok: reply.status === 200 || reply.status === 204, body: reply.body }).toEqual({
+    status: reply.status,
+    ok: true,
+    body: reply.body,
+  });
 }
 
 describe('guard under load: 1,000 concurrent reserving checks of one budget (default settings)', () => {
@@ -109,12 +126,23 @@ describe('guard under load: 1,000 concurrent reserving checks of one budget (def
     const rows = await as.reservations();
     expect(rows.map((r) => r.status)).toEqual(Array(14).fill('open'));
     expect(new Set(rows.map((r) => r.id))).toEqual(new Set(allowed.map(({ a }) => a.body.reservation.id)));
-    const [{ n }] = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'GuardDecided'`, p.id);
+    const [{ n }] = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(*) AS n FROM events WHERE project_id = $1 AND type = 'GuardDecided'`,
+      p.id,
+    );
     expect(Number(n)).toBe(evaluatedDenials.length);
 
     // Each allowed step reports its actual usage (equal to the estimate) against its reservation.
     const settled = await as.ingest(
-      allowed.map(({ a, check }) => step({ eventId: check.stepId, resourceId, traceId: check.traceId, reservationId: a.body.reservation.id, usage: { inputTokens: 1000, outputTokens: 200 } })),
+      allowed.map(({ a, check }) =>
+        step({
+          eventId: check.stepId,
+          resourceId,
+          traceId: check.traceId,
+          reservationId: a.body.reservation.id,
+          usage: { inputTokens: 1000, outputTokens: 200 },
+        }),
+      ),
     );
     expect(settled.body.accepted).toBe(14);
     const cost = await as.recordedCostMicros();
@@ -139,27 +167,56 @@ describe('guard exactness', () => {
       const resourceId = uid('r');
       const traceId = uid('trace');
       const limits = [{ scope: 'resource', window: '1h', maxTotalTokens: 2000 }];
-      const reserved = await check({ context: { resourceId, traceId }, limits, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 100 }, reserve: true, stepId: randomUUID() });
+      const reserved = await check({
+        context: { resourceId, traceId },
+        limits,
+        estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 100 },
+        reserve: true,
+        stepId: randomUUID(),
+      });
       expect(reserved.body.decision).toBe('allow');
       const ahead = new Date(Date.now() + 4 * 60_000).toISOString();
-      const res = await ingest([step({ resourceId, traceId, occurredAt: ahead, reservationId: reserved.body.reservation.id, usage: { inputTokens: 999_000, outputTokens: 1_000 } })]);
+      const res = await ingest([
+        step({
+          resourceId,
+          traceId,
+          occurredAt: ahead,
+          reservationId: reserved.body.reservation.id,
+          usage: { inputTokens: 999_000, outputTokens: 1_000 },
+        }),
+      ]);
       expect(res.body.accepted).toBe(1);
 
       const next = await check({ context: { resourceId, traceId }, limits });
-      expect({ decision: next.body.decision, totalTokens: next.body.usage[`resource:${resourceId}@1h`].totalTokens }).toEqual({ decision: 'deny', totalTokens: 1_000_000 });
+      expect({
+        decision: next.body.decision,
+        totalTokens: next.body.usage[`resource:${resourceId}@1h`].totalTokens,
+      }).toEqual({ decision: 'deny', totalTokens: 1_000_000 });
     });
   });
 
   describe('cost units', () => {
-    const reported = (resourceId: string, amount: number, currency: string) => step({ resourceId, cost: { amount, currency, source: 'provider' } });
+    const reported = (resourceId: string, amount: number, currency: string) =>
+      step({ resourceId, cost: { amount, currency, source: 'provider' } });
 
     it('never adds amounts of different currencies: usage in a unit with no rate is reported apart, not counted against a USD limit', async () => {
       const { check, ingest } = await project();
       const resourceId = uid('r');
-      expect((await ingest([reported(resourceId, 1, 'USD'), reported(resourceId, 1000, 'JPY'), reported(resourceId, 3, 'EUR')])).body.accepted).toBe(3);
+      expect(
+        (
+          await ingest([
+            reported(resourceId, 1, 'USD'),
+            reported(resourceId, 1000, 'JPY'),
+            reported(resourceId, 3, 'EUR'),
+          ])
+        ).body.accepted,
+      ).toBe(3);
       const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 5 }] });
       expect(res.status).toBe(200);
-      expect({ decision: res.body.decision, violations: res.body.violations }).toEqual({ decision: 'allow', violations: [] });
+      expect({ decision: res.body.decision, violations: res.body.violations }).toEqual({
+        decision: 'allow',
+        violations: [],
+      });
       expect(res.body.usage[`resource:${resourceId}@24h`].costByUnit).toEqual({ USD: 1, JPY: 1000, EUR: 3 });
       expect(res.body.warnings).toEqual(
         expect.arrayContaining([
@@ -179,13 +236,20 @@ describe('guard exactness', () => {
       expectPatched(await configure({ exchangeRates: { JPY: 0.0067, EUR: 1.1 } }));
       const converted = await check({ context: { resourceId }, limits });
       expect(converted.body.decision).toBe('deny');
-      expect(converted.body.violations).toEqual([expect.objectContaining({ limitType: 'cost', unit: 'USD', usage: expect.closeTo(1 + 6.7 + 3.3, 6), limit: 5 })]);
+      expect(converted.body.violations).toEqual([
+        expect.objectContaining({ limitType: 'cost', unit: 'USD', usage: expect.closeTo(1 + 6.7 + 3.3, 6), limit: 5 }),
+      ]);
 
       const yen = uid('r');
       await ingest([reported(yen, 1000, 'JPY')]);
-      const inYen = await check({ context: { resourceId: yen }, limits: [{ scope: 'resource', window: '24h', maxCost: 500, costUnit: 'JPY' }] });
+      const inYen = await check({
+        context: { resourceId: yen },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 500, costUnit: 'JPY' }],
+      });
       expect(inYen.body.decision).toBe('deny');
-      expect(inYen.body.violations).toEqual([expect.objectContaining({ limitType: 'cost', unit: 'JPY', usage: 1000, limit: 500 })]);
+      expect(inYen.body.violations).toEqual([
+        expect.objectContaining({ limitType: 'cost', unit: 'JPY', usage: 1000, limit: 500 }),
+      ]);
     });
   });
 
@@ -194,7 +258,13 @@ describe('guard exactness', () => {
       Promise.all(
         Array.from({ length: 50 }, () => {
           const traceId = uid('trace');
-          return check({ context: { resourceId, traceId }, limits: [{ scope: 'resource', window: '24h', maxCost }], estimate: UNKNOWN, reserve: true, stepId: randomUUID() });
+          return check({
+            context: { resourceId, traceId },
+            limits: [{ scope: 'resource', window: '24h', maxCost }],
+            estimate: UNKNOWN,
+            reserve: true,
+            stepId: randomUUID(),
+          });
         }),
       );
 
@@ -202,15 +272,28 @@ describe('guard exactness', () => {
       const { check, reservations } = await project();
       const answers = await race(check, uid('r'), 0.01);
       expect(answers.filter((a) => a.body.decision === 'allow')).toHaveLength(0);
-      for (const a of answers.filter((x) => !isBusy(x))) expect(a.body.estimate).toMatchObject({ cost: null, priced: false });
+      for (const a of answers.filter((x) => !isBusy(x)))
+        expect(a.body.estimate).toMatchObject({ cost: null, priced: false });
       expect(await reservations()).toHaveLength(0);
     });
 
     it("prices it at the project's fallback rate when the project says so: exactly the steps that fit", async () => {
       const { check, configure, reservations } = await project();
-      expectPatched(await configure({ unpricedPolicy: 'fallback', unpricedFallback: { inputPerMillion: 1, outputPerMillion: 4, currency: 'USD' } }));
+      expectPatched(
+        await configure({
+          unpricedPolicy: 'fallback',
+          unpricedFallback: { inputPerMillion: 1, outputPerMillion: 4, currency: 'USD' },
+        }),
+      );
       // An unknown provider's tokenizer is unknown: its input is held with the largest seeded margin (1.35).
-      const fallbackView = { cost: 0.00535, costUnit: 'USD', priced: false, fallback: 'project', inputTokens: 1350, inputTokensMargin: 1.35 }; // 1350 × $1/M + 1000 × $4/M
+      const fallbackView = {
+        cost: 0.00535,
+        costUnit: 'USD',
+        priced: false,
+        fallback: 'project',
+        inputTokens: 1350,
+        inputTokensMargin: 1.35,
+      }; // 1350 × $1/M + 1000 × $4/M
 
       const answers = await race(check, uid('r'), 0.0161); // 3 × $0.00535 = $0.01605 fits; a 4th would reach $0.0214
       expect(answers.filter((a) => a.body.decision === 'allow')).toHaveLength(3);
@@ -218,7 +301,12 @@ describe('guard exactness', () => {
       const rows = await reservations();
       expect(rows.map((r) => Number(r.cost_micros))).toEqual([5350, 5350, 5350]);
 
-      const dry = await check({ context: { resourceId: uid('r') }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate: UNKNOWN, dryRun: true });
+      const dry = await check({
+        context: { resourceId: uid('r') },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+        estimate: UNKNOWN,
+        dryRun: true,
+      });
       expect(dry.body.estimate).toMatchObject(fallbackView);
     });
 
@@ -229,8 +317,18 @@ describe('guard exactness', () => {
       const view = { cost: 0.0045, costUnit: 'USD', priced: true, priceId: expect.any(String) };
       const plain = await check({ context: { resourceId }, limits, estimate: GPT4O });
       const dry = await check({ context: { resourceId }, limits, estimate: GPT4O, dryRun: true });
-      const reserving = await check({ context: { resourceId }, limits, estimate: GPT4O, reserve: true, stepId: randomUUID() });
-      expect([plain.body.estimate, dry.body.estimate, reserving.body.estimate]).toEqual([expect.objectContaining(view), expect.objectContaining(view), expect.objectContaining(view)]);
+      const reserving = await check({
+        context: { resourceId },
+        limits,
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
+      expect([plain.body.estimate, dry.body.estimate, reserving.body.estimate]).toEqual([
+        expect.objectContaining(view),
+        expect.objectContaining(view),
+        expect.objectContaining(view),
+      ]);
     });
   });
 
@@ -239,22 +337,36 @@ describe('guard exactness', () => {
       const { check, ingest, logOf } = await project();
       const resourceId = uid('r');
       const traceId = uid('trace');
-      const g = await check({ context: { resourceId, traceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate: GPT4O, reserve: true, stepId: randomUUID() });
+      const g = await check({
+        context: { resourceId, traceId },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
       const reservation = g.body.reservation;
       expect(reservation).toMatchObject({ id: expect.any(String), inputTokens: expect.any(Number) });
 
-      const res = await ingest([step({ resourceId, traceId, reservationId: reservation.id, usage: { inputTokens: 3000, outputTokens: 200 } })]);
+      const res = await ingest([
+        step({ resourceId, traceId, reservationId: reservation.id, usage: { inputTokens: 3000, outputTokens: 200 } }),
+      ]);
       expect(res.body.results[0]).toMatchObject({
         status: 'accepted',
         reservationExceeded: {
           reservationId: reservation.id,
-          reserved: { cost: reservation.estimatedCost, inputTokens: reservation.inputTokens, outputTokens: reservation.outputTokens },
+          reserved: {
+            cost: reservation.estimatedCost,
+            inputTokens: reservation.inputTokens,
+            outputTokens: reservation.outputTokens,
+          },
           actual: { cost: 0.0095, inputTokens: 3000, outputTokens: 200 }, // 3000 × $2.50/M + 200 × $10/M
         },
       });
       expect(await logOf('ReservationExceeded', reservation.id)).toHaveLength(1);
       const metrics = (await call(svc.url, 'GET', '/metrics')).body as string;
-      const exceeded = [...metrics.matchAll(/^tollgate_reservations_exceeded_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      const exceeded = [
+        ...metrics.matchAll(/^tollgate_reservations_exceeded_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/gm),
+      ].reduce((sum, m) => sum + Number(m[1]), 0);
       expect(exceeded).toBeGreaterThanOrEqual(1);
     });
 
@@ -265,7 +377,13 @@ describe('guard exactness', () => {
 
       it('holds the estimate times the margin learned for the provider', async () => {
         const { check } = await project();
-        const g = await check({ context: { resourceId: uid('r') }, limits: [{ scope: 'resource', window: '24h', maxCost: 100 }], estimate: ESTIMATE, reserve: true, stepId: randomUUID() });
+        const g = await check({
+          context: { resourceId: uid('r') },
+          limits: [{ scope: 'resource', window: '24h', maxCost: 100 }],
+          estimate: ESTIMATE,
+          reserve: true,
+          stepId: randomUUID(),
+        });
         expect(g.body.decision).toBe('allow');
         expect(g.body.estimate).toMatchObject({ inputTokensMargin: expect.any(Number) });
         const margin = g.body.estimate.inputTokensMargin;
@@ -286,14 +404,29 @@ describe('guard exactness', () => {
           const traceId = uid(`agent-${n}`);
           for (let i = 0; i < 100; i++) {
             const stepId = randomUUID();
-            const g = await check({ context: { resourceId, traceId }, limits, estimate: ESTIMATE, reserve: true, stepId });
+            const g = await check({
+              context: { resourceId, traceId },
+              limits,
+              estimate: ESTIMATE,
+              reserve: true,
+              stepId,
+            });
             expect(g.status).toBe(200);
             if (g.body.decision !== 'allow') return;
             steps += 1;
             // The model call: agents take different times, so some re-check while others' steps
             // are still in flight (in lockstep every step would settle before the next check).
             await new Promise((r) => setTimeout(r, n * 20));
-            const res = await ingest([step({ eventId: stepId, resourceId, traceId, ...CLAUDE, usage: ACTUAL, reservationId: g.body.reservation.id })]);
+            const res = await ingest([
+              step({
+                eventId: stepId,
+                resourceId,
+                traceId,
+                ...CLAUDE,
+                usage: ACTUAL,
+                reservationId: g.body.reservation.id,
+              }),
+            ]);
             expect(res.body.accepted).toBe(1);
           }
           throw new Error(`agent ${n} was never denied`);
@@ -311,13 +444,25 @@ describe('guard exactness', () => {
       const { p, check, ingest, reservations } = await project();
       const r1 = uid('r1');
       const traceId = uid('trace');
-      const g = await check({ context: { resourceId: r1, traceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate: GPT4O, reserve: true, stepId: randomUUID() });
+      const g = await check({
+        context: { resourceId: r1, traceId },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
       const id = g.body.reservation.id;
       const foreign = step({ resourceId: uid('r2'), traceId, reservationId: id });
       const res = await ingest([foreign]);
       expect(res.body.results[0]).toMatchObject({ status: 'rejected', field: 'events[0].reservationId' });
       expect((await reservations()).map((r) => [r.id, r.status])).toEqual([[id, 'open']]);
-      expect(await svc.prisma.$queryRawUnsafe<any[]>('SELECT event_id FROM events WHERE project_id = $1 AND event_id = $2', p.id, foreign.eventId)).toEqual([]);
+      expect(
+        await svc.prisma.$queryRawUnsafe<any[]>(
+          'SELECT event_id FROM events WHERE project_id = $1 AND event_id = $2',
+          p.id,
+          foreign.eventId,
+        ),
+      ).toEqual([]);
     });
 
     it("rejects a client event id in the service's tg: namespace", async () => {
@@ -330,7 +475,13 @@ describe('guard exactness', () => {
       const { check, ingest, release, logOf } = await project();
       const resourceId = uid('r');
       const traceId = uid('trace');
-      const g = await check({ context: { resourceId, traceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate: GPT4O, reserve: true, stepId: randomUUID() });
+      const g = await check({
+        context: { resourceId, traceId },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
       const id = g.body.reservation.id;
       await ingest([step({ eventId: `reservation:${id}:released`, resourceId: uid('r'), traceId: uid('trace') })]);
       expect((await release(id)).body).toMatchObject({ id, status: 'released' });
@@ -340,10 +491,25 @@ describe('guard exactness', () => {
     it('a reservation holds budget only on the scopes whose limits were checked', async () => {
       const { check } = await project();
       const userId = uid('u');
-      const a = await check({ context: { resourceId: uid('r'), userId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate: GPT4O, reserve: true, stepId: randomUUID() });
+      const a = await check({
+        context: { resourceId: uid('r'), userId },
+        limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
       expect(a.body.decision).toBe('allow');
-      const b = await check({ context: { userId, resourceId: uid('r2') }, limits: [{ scope: 'user', window: '24h', maxCost: 0.0046 }], estimate: GPT4O, reserve: true, stepId: randomUUID() });
-      expect({ decision: b.body.decision, violations: b.body.violations }).toEqual({ decision: 'allow', violations: [] });
+      const b = await check({
+        context: { userId, resourceId: uid('r2') },
+        limits: [{ scope: 'user', window: '24h', maxCost: 0.0046 }],
+        estimate: GPT4O,
+        reserve: true,
+        stepId: randomUUID(),
+      });
+      expect({ decision: b.body.decision, violations: b.body.violations }).toEqual({
+        decision: 'allow',
+        violations: [],
+      });
     });
   });
 });

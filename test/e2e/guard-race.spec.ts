@@ -25,7 +25,13 @@ describe('64 agents racing one budget', () => {
         const stepId = `agent-${n}-step-${step}`;
         const g = await call(svc.url, 'POST', '/v1/guard/check', {
           token: p.key,
-          body: { context: { resourceId, traceId: `run-${n}` }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate, reserve: true, stepId },
+          body: {
+            context: { resourceId, traceId: `run-${n}` },
+            limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+            estimate,
+            reserve: true,
+            stepId,
+          },
         });
         expect(g.status).toBe(200);
         if (g.body.decision === 'deny') {
@@ -36,7 +42,21 @@ describe('64 agents racing one budget', () => {
         allowed += 1;
         const res = await call(svc.url, 'POST', '/v1/events', {
           token: p.key,
-          body: { events: [{ eventId: stepId, occurredAt: new Date().toISOString(), traceId: `run-${n}`, resourceId, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 4000, outputTokens: 2000 }, reservationId: g.body.reservation.id }] },
+          body: {
+            events: [
+              {
+                eventId: stepId,
+                occurredAt: new Date().toISOString(),
+                traceId: `run-${n}`,
+                resourceId,
+                entityType: 'agent',
+                provider: 'openai',
+                model: 'gpt-4o',
+                usage: { inputTokens: 4000, outputTokens: 2000 },
+                reservationId: g.body.reservation.id,
+              },
+            ],
+          },
         });
         expect(res.body.accepted).toBe(1);
       }

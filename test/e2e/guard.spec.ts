@@ -19,10 +19,17 @@ describe('POST /v1/guard/check', () => {
   });
   afterAll(() => svc.close());
 
-  const ingest = (events: unknown[], p = project) => call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } });
-  const check = (body: Record<string, unknown>, p = project) => call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body });
+  const ingest = (events: unknown[], p = project) =>
+    call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } });
+  const check = (body: Record<string, unknown>, p = project) =>
+    call(svc.url, 'POST', '/v1/guard/check', { token: p.key, body });
   const logOf = (type: string, reservationId: string) =>
-    svc.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 AND reservation_id = $3`, project.id, type, reservationId);
+    svc.prisma.$queryRawUnsafe<any[]>(
+      `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 AND reservation_id = $3`,
+      project.id,
+      type,
+      reservationId,
+    );
 
   it('counts a step the moment its ingest commits (no sleep)', async () => {
     const resourceId = `r-${randomUUID()}`;
@@ -30,7 +37,14 @@ describe('POST /v1/guard/check', () => {
     const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }] });
     expect(res.status).toBe(200);
     expect(res.body.decision).toBe('allow');
-    expect(res.body.usage[`resource:${resourceId}@24h`]).toMatchObject({ inputTokens: 2000, outputTokens: 400, totalTokens: 2400, estimatedCost: 2 * STEP_COST, costUnit: 'USD', reservedCost: 0 });
+    expect(res.body.usage[`resource:${resourceId}@24h`]).toMatchObject({
+      inputTokens: 2000,
+      outputTokens: 400,
+      totalTokens: 2400,
+      estimatedCost: 2 * STEP_COST,
+      costUnit: 'USD',
+      reservedCost: 0,
+    });
   });
 
   it('lets concurrent checks of one budget share reads, and each still counts every step acknowledged before it was sent', async () => {
@@ -73,10 +87,26 @@ describe('POST /v1/guard/check', () => {
   it('denies when usage reaches the limit, and says which limit', async () => {
     const resourceId = `r-${randomUUID()}`;
     await ingest([stepEvent({ resourceId, usage: { inputTokens: 1000, outputTokens: 0 } })]);
-    const res = await check({ context: { resourceId, threadId: 't' }, limits: [{ scope: 'resource', window: '1h', maxTotalTokens: 1000 }, { scope: 'session', window: '1h', maxCost: 1 }] });
+    const res = await check({
+      context: { resourceId, threadId: 't' },
+      limits: [
+        { scope: 'resource', window: '1h', maxTotalTokens: 1000 },
+        { scope: 'session', window: '1h', maxCost: 1 },
+      ],
+    });
     expect(res.body.decision).toBe('deny');
     expect(res.body.violations).toEqual([
-      { scope: 'resource', scopeKey: `resource:${resourceId}`, window: '1h', limitType: 'totalTokens', usage: 1000, limit: 1000, unit: 'tokens', threshold: 'hard', source: 'request' },
+      {
+        scope: 'resource',
+        scopeKey: `resource:${resourceId}`,
+        window: '1h',
+        limitType: 'totalTokens',
+        usage: 1000,
+        limit: 1000,
+        unit: 'tokens',
+        threshold: 'hard',
+        source: 'request',
+      },
     ]);
     expect(res.body.skipped).toEqual([{ scope: 'session', reason: 'no sessionId in context' }]);
   });
@@ -85,8 +115,14 @@ describe('POST /v1/guard/check', () => {
     const resourceId = `r-${randomUUID()}`;
     await ingest([stepEvent({ resourceId })]); // $0.0045
     const estimate = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 }; // $0.0045
-    expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.0091 }], estimate })).body.decision).toBe('allow');
-    expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.009 }], estimate })).body.decision).toBe('deny');
+    expect(
+      (await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.0091 }], estimate })).body
+        .decision,
+    ).toBe('allow');
+    expect(
+      (await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.009 }], estimate })).body
+        .decision,
+    ).toBe('deny');
   });
 
   it('counts the run scope over the whole run, by trace id', async () => {
@@ -125,24 +161,41 @@ describe('POST /v1/guard/check', () => {
     });
     afterAll(() => clocked.close());
 
-    it.each(['1h', '24h', '7d', '30d', '365d'] as const)('%s: an event 1 ms inside counts, 1 ms before does not, one dated ahead of the clock does', async (window) => {
-      const ms = { '1h': 3600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, '365d': 365 * 86_400_000 }[window];
-      const resourceId = `r-${randomUUID()}`;
-      const at = (offset: number, inputTokens: number) => stepEvent({ resourceId, occurredAt: new Date(now.getTime() + offset).toISOString(), usage: { inputTokens, outputTokens: 0 } });
-      const events = [
-        at(-ms - 1, 1), // 1 ms before the window: out
-        at(-ms, 10), // the window's first instant: in
-        at(-ms + 1, 100), // 1 ms inside: in
-        at(-Math.floor(ms / 2), 1000), // in the middle (whole hours and days)
-        at(-1, 10_000), // 1 ms before now: in
-        at(0, 100_000), // now: in
-        at(1, 1_000_000), // 1 ms ahead of our clock: committed, so it counts (a window never hides a step)
-      ];
-      const res = await call(clocked.url, 'POST', '/v1/events', { token: p.key, body: { events } });
-      expect(res.body.accepted).toBe(7);
-      const g = await call(clocked.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', window, maxInputTokens: 10_000_000 }] } });
-      expect(g.body.usage[`resource:${resourceId}@${window}`].inputTokens).toBe(1_111_110);
-    });
+    it.each(['1h', '24h', '7d', '30d', '365d'] as const)(
+      '%s: an event 1 ms inside counts, 1 ms before does not, one dated ahead of the clock does',
+      async (window) => {
+        const ms = {
+          '1h': 3600_000,
+          '24h': 86_400_000,
+          '7d': 7 * 86_400_000,
+          '30d': 30 * 86_400_000,
+          '365d': 365 * 86_400_000,
+        }[window];
+        const resourceId = `r-${randomUUID()}`;
+        const at = (offset: number, inputTokens: number) =>
+          stepEvent({
+            resourceId,
+            occurredAt: new Date(now.getTime() + offset).toISOString(),
+            usage: { inputTokens, outputTokens: 0 },
+          });
+        const events = [
+          at(-ms - 1, 1), // 1 ms before the window: out
+          at(-ms, 10), // the window's first instant: in
+          at(-ms + 1, 100), // 1 ms inside: in
+          at(-Math.floor(ms / 2), 1000), // in the middle (whole hours and days)
+          at(-1, 10_000), // 1 ms before now: in
+          at(0, 100_000), // now: in
+          at(1, 1_000_000), // 1 ms ahead of our clock: committed, so it counts (a window never hides a step)
+        ];
+        const res = await call(clocked.url, 'POST', '/v1/events', { token: p.key, body: { events } });
+        expect(res.body.accepted).toBe(7);
+        const g = await call(clocked.url, 'POST', '/v1/guard/check', {
+          token: p.key,
+          body: { context: { resourceId }, limits: [{ scope: 'resource', window, maxInputTokens: 10_000_000 }] },
+        });
+        expect(g.body.usage[`resource:${resourceId}@${window}`].inputTokens).toBe(1_111_110);
+      },
+    );
   });
 
   describe('reservations', () => {
@@ -154,23 +207,48 @@ describe('POST /v1/guard/check', () => {
       const res = await check({ context: { resourceId }, limits, estimate, reserve: true, stepId: randomUUID() });
       expect(res.body.decision).toBe('allow');
       const reservation = res.body.reservation;
-      expect(reservation).toMatchObject({ estimatedCost: STEP_COST, costUnit: 'USD', inputTokens: 1000, outputTokens: 200 });
-      expect((await logOf('BudgetReserved', reservation.id))).toHaveLength(1);
+      expect(reservation).toMatchObject({
+        estimatedCost: STEP_COST,
+        costUnit: 'USD',
+        inputTokens: 1000,
+        outputTokens: 200,
+      });
+      expect(await logOf('BudgetReserved', reservation.id)).toHaveLength(1);
 
       const held = await check({ context: { resourceId }, limits });
-      expect(held.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ estimatedCost: 0, reservedCost: STEP_COST, reservedInputTokens: 1000 });
+      expect(held.body.usage[`resource:${resourceId}@7d`]).toMatchObject({
+        estimatedCost: 0,
+        reservedCost: STEP_COST,
+        reservedInputTokens: 1000,
+      });
 
-      const actual = stepEvent({ resourceId, reservationId: reservation.id, usage: { inputTokens: 500, outputTokens: 100 } });
+      const actual = stepEvent({
+        resourceId,
+        reservationId: reservation.id,
+        usage: { inputTokens: 500, outputTokens: 100 },
+      });
       await ingest([actual]);
       await ingest([actual]); // the same step event again: a duplicate, settles nothing twice
       const settled = await check({ context: { resourceId }, limits });
-      expect(settled.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ inputTokens: 500, outputTokens: 100, estimatedCost: 0.00225, reservedCost: 0, reservedInputTokens: 0 });
+      expect(settled.body.usage[`resource:${resourceId}@7d`]).toMatchObject({
+        inputTokens: 500,
+        outputTokens: 100,
+        estimatedCost: 0.00225,
+        reservedCost: 0,
+        reservedInputTokens: 0,
+      });
       expect(await logOf('ReservationSettled', reservation.id)).toHaveLength(1);
     });
 
     it('gives a retried check of the same step its reservation back instead of a second one', async () => {
       const resourceId = `r-${randomUUID()}`;
-      const body = { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() };
+      const body = {
+        context: { resourceId },
+        limits: [{ scope: 'resource', maxCost: 1 }],
+        estimate,
+        reserve: true,
+        stepId: randomUUID(),
+      };
       const [a, b] = await Promise.all([check(body), check(body)]);
       expect(a.body.reservation.id).toBe(b.body.reservation.id);
       const usage = await check({ context: { resourceId }, limits: body.limits });
@@ -179,7 +257,13 @@ describe('POST /v1/guard/check', () => {
 
     it('frees the budget when released, idempotently', async () => {
       const resourceId = `r-${randomUUID()}`;
-      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() });
+      const res = await check({
+        context: { resourceId },
+        limits: [{ scope: 'resource', maxCost: 1 }],
+        estimate,
+        reserve: true,
+        stepId: randomUUID(),
+      });
       const id = res.body.reservation.id;
       const first = await call(svc.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: project.key });
       expect(first.body).toMatchObject({ id, status: 'released' });
@@ -191,14 +275,20 @@ describe('POST /v1/guard/check', () => {
       expect(after.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(0);
       // A late step event still counts its actual usage; the released reservation stays released.
       await ingest([stepEvent({ resourceId, reservationId: id })]);
-      expect((await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] })).body.usage[`resource:${resourceId}@7d`].estimatedCost).toBe(STEP_COST);
+      expect(
+        (await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] })).body.usage[
+          `resource:${resourceId}@7d`
+        ].estimatedCost,
+      ).toBe(STEP_COST);
       expect(await logOf('ReservationSettled', id)).toHaveLength(0);
     });
 
     it("does not release another project's reservation", async () => {
       const other = await createProject(svc.url);
       const res = await check({ context: { resourceId: 'x' }, estimate, reserve: true, stepId: randomUUID() });
-      const attempt = await call(svc.url, 'POST', `/v1/guard/reservations/${res.body.reservation.id}/release`, { token: other.key });
+      const attempt = await call(svc.url, 'POST', `/v1/guard/reservations/${res.body.reservation.id}/release`, {
+        token: other.key,
+      });
       expect(attempt.status).toBe(404);
       expect((await svc.prisma.reservation.findFirst({ where: { id: res.body.reservation.id } }))!.status).toBe('open');
     });
@@ -208,19 +298,36 @@ describe('POST /v1/guard/check', () => {
       try {
         const p = await createProject(short.url);
         const resourceId = `r-${randomUUID()}`;
-        const res = await call(short.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate, reserve: true, stepId: randomUUID() } });
+        const res = await call(short.url, 'POST', '/v1/guard/check', {
+          token: p.key,
+          body: {
+            context: { resourceId },
+            limits: [{ scope: 'resource', maxCost: 1 }],
+            estimate,
+            reserve: true,
+            stepId: randomUUID(),
+          },
+        });
         const id = res.body.reservation.id;
         await new Promise((r) => setTimeout(r, 400));
-        const after = await call(short.url, 'POST', '/v1/guard/check', { token: p.key, body: { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] } });
+        const after = await call(short.url, 'POST', '/v1/guard/check', {
+          token: p.key,
+          body: { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }] },
+        });
         expect(after.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(0);
         const { ReservationsService } = await import('@tollgate/ledger');
         const sweeper = short.app.get(ReservationsService);
         expect(await sweeper.sweep()).toBeGreaterThanOrEqual(1);
         await sweeper.sweep();
-        const rows = await short.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE type = 'ReservationReleased' AND reservation_id = $1`, id);
+        const rows = await short.prisma.$queryRawUnsafe<any[]>(
+          `SELECT ${EVENT_SELECT} FROM events WHERE type = 'ReservationReleased' AND reservation_id = $1`,
+          id,
+        );
         expect(rows).toHaveLength(1);
         expect(rows[0].data.reason).toBe('lapsed');
-        expect((await call(short.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: p.key })).body.status).toBe('lapsed');
+        expect(
+          (await call(short.url, 'POST', `/v1/guard/reservations/${id}/release`, { token: p.key })).body.status,
+        ).toBe('lapsed');
       } finally {
         await short.close();
       }
@@ -230,26 +337,40 @@ describe('POST /v1/guard/check', () => {
   describe('policies', () => {
     it('apply to every check, and a request cannot loosen them', async () => {
       const p = await createProject(svc.url);
-      const put = await call(svc.url, 'PUT', '/v1/policies/daily-cap', { token: p.key, body: { scope: 'resource', window: '24h', maxCost: 0.004 } });
+      const put = await call(svc.url, 'PUT', '/v1/policies/daily-cap', {
+        token: p.key,
+        body: { scope: 'resource', window: '24h', maxCost: 0.004 },
+      });
       expect(put.status).toBe(200);
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId })], p); // $0.0045 ≥ $0.004
       const plain = await check({ context: { resourceId } }, p);
       expect(plain.body.decision).toBe('deny');
       expect(plain.body.violations[0]).toMatchObject({ source: 'policy:daily-cap', limit: 0.004 });
-      const looser = await check({ context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 100 }] }, p);
+      const looser = await check(
+        { context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxCost: 100 }] },
+        p,
+      );
       expect(looser.body.decision).toBe('deny');
       const dry = await check({ context: { resourceId }, dryRun: true }, p);
       expect(dry.body.decision).toBe('deny');
-      expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([expect.objectContaining({ name: 'daily-cap', maxCost: 0.004, strategy: 'block' })]);
+      expect((await call(svc.url, 'GET', '/v1/policies', { token: p.key })).body.policies).toEqual([
+        expect.objectContaining({ name: 'daily-cap', maxCost: 0.004, strategy: 'block' }),
+      ]);
       expect((await call(svc.url, 'DELETE', '/v1/policies/daily-cap', { token: p.key })).status).toBe(204);
       expect((await check({ context: { resourceId } }, p)).body.decision).toBe('allow');
     });
 
     it('warn policies and soft thresholds warn without blocking, and entity-scoped policies apply to that entity only', async () => {
       const p = await createProject(svc.url);
-      await call(svc.url, 'PUT', '/v1/policies/soft', { token: p.key, body: { scope: 'user', window: '1h', maxTotalTokens: 1000, strategy: 'warn' } });
-      await call(svc.url, 'PUT', '/v1/policies/writer-only', { token: p.key, body: { scope: 'user', window: '1h', maxTotalTokens: 100, entityName: 'writer' } });
+      await call(svc.url, 'PUT', '/v1/policies/soft', {
+        token: p.key,
+        body: { scope: 'user', window: '1h', maxTotalTokens: 1000, strategy: 'warn' },
+      });
+      await call(svc.url, 'PUT', '/v1/policies/writer-only', {
+        token: p.key,
+        body: { scope: 'user', window: '1h', maxTotalTokens: 100, entityName: 'writer' },
+      });
       const userId = `u-${randomUUID()}`;
       await ingest([stepEvent({ userId })], p); // 1200 tokens
       const reader = await check({ context: { userId, entityName: 'reader' } }, p);
@@ -257,12 +378,22 @@ describe('POST /v1/guard/check', () => {
       expect(reader.body.warnings).toEqual([expect.objectContaining({ source: 'policy:soft', threshold: 'hard' })]);
       const writer = await check({ context: { userId, entityName: 'writer' } }, p);
       expect(writer.body.decision).toBe('deny');
-      const soft = await check({ context: { userId }, limits: [{ scope: 'user', window: '1h', maxTotalTokens: 1300, warnAtPercent: 90 }] }, p);
-      expect(soft.body.warnings).toEqual(expect.arrayContaining([expect.objectContaining({ source: 'request', threshold: 'soft', usage: 1200, limit: 1300 })]));
+      const soft = await check(
+        { context: { userId }, limits: [{ scope: 'user', window: '1h', maxTotalTokens: 1300, warnAtPercent: 90 }] },
+        p,
+      );
+      expect(soft.body.warnings).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ source: 'request', threshold: 'soft', usage: 1200, limit: 1300 }),
+        ]),
+      );
     });
 
     it('validates a policy', async () => {
-      const bad = await call(svc.url, 'PUT', '/v1/policies/x', { token: project.key, body: { scope: 'resource', window: '2d', maxCost: 1 } });
+      const bad = await call(svc.url, 'PUT', '/v1/policies/x', {
+        token: project.key,
+        body: { scope: 'resource', window: '2d', maxCost: 1 },
+      });
       expect(bad.status).toBe(400);
       expect(bad.body.field).toBe('window');
     });
@@ -273,17 +404,40 @@ describe('POST /v1/guard/check', () => {
     it('counts its tokens, and by default a cost budget does not let it through as free', async () => {
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId, ...unknown })]);
-      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 100 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] });
+      const res = await check({
+        context: { resourceId },
+        limits: [
+          { scope: 'resource', maxCost: 100 },
+          { scope: 'resource', maxTotalTokens: 1_000_000 },
+        ],
+      });
       expect(res.body.decision).toBe('deny');
-      expect(res.body.violations).toEqual([expect.objectContaining({ limitType: 'cost', reason: expect.stringContaining('no price') })]);
-      expect(res.body.usage[`resource:${resourceId}@7d`]).toMatchObject({ totalTokens: 1200, estimatedCost: 0, unpricedEvents: 1 });
+      expect(res.body.violations).toEqual([
+        expect.objectContaining({ limitType: 'cost', reason: expect.stringContaining('no price') }),
+      ]);
+      expect(res.body.usage[`resource:${resourceId}@7d`]).toMatchObject({
+        totalTokens: 1200,
+        estimatedCost: 0,
+        unpricedEvents: 1,
+      });
     });
 
     it('counts its tokens only when the project chose count_tokens (its cost budgets then do not bind it)', async () => {
-      const lax = await createProject(svc.url, ['ingest', 'guard', 'read', 'admin'], { unpricedPolicy: 'count_tokens' });
+      const lax = await createProject(svc.url, ['ingest', 'guard', 'read', 'admin'], {
+        unpricedPolicy: 'count_tokens',
+      });
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId, ...unknown })], lax);
-      const res = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 0.000001 }, { scope: 'resource', maxTotalTokens: 1_000_000 }] }, lax);
+      const res = await check(
+        {
+          context: { resourceId },
+          limits: [
+            { scope: 'resource', maxCost: 0.000001 },
+            { scope: 'resource', maxTotalTokens: 1_000_000 },
+          ],
+        },
+        lax,
+      );
       expect(res.body.decision).toBe('allow');
     });
 
@@ -291,10 +445,16 @@ describe('POST /v1/guard/check', () => {
       const strict = await createProject(svc.url, ['ingest', 'guard', 'read', 'admin'], { unpricedPolicy: 'deny' });
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId, ...unknown })], strict);
-      const costLimited = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 100 }] }, strict);
+      const costLimited = await check(
+        { context: { resourceId }, limits: [{ scope: 'resource', maxCost: 100 }] },
+        strict,
+      );
       expect(costLimited.body.decision).toBe('deny');
       expect(costLimited.body.violations[0]).toMatchObject({ limitType: 'cost', limit: 100 });
-      const tokenLimited = await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 1_000_000 }] }, strict);
+      const tokenLimited = await check(
+        { context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 1_000_000 }] },
+        strict,
+      );
       expect(tokenLimited.body.decision).toBe('allow');
     });
   });
@@ -304,10 +464,15 @@ describe('POST /v1/guard/check', () => {
       const resourceId = `r-${randomUUID()}`;
       await ingest([stepEvent({ resourceId })]);
       await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100 }] });
-      await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 2000, warnAtPercent: 50 }] });
+      await check({
+        context: { resourceId },
+        limits: [{ scope: 'resource', maxTotalTokens: 2000, warnAtPercent: 50 }],
+      });
       await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100 }], dryRun: true });
       await check({ context: { resourceId }, limits: [{ scope: 'resource', maxTotalTokens: 100_000 }] });
-      const res = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, { token: project.key });
+      const res = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, {
+        token: project.key,
+      });
       expect(res.status).toBe(200);
       expect(res.body.decisions.map((d: any) => d.decision)).toEqual(['allow', 'deny']);
       expect(res.body.decisions[1].violations[0]).toMatchObject({ limitType: 'totalTokens', usage: 1200, limit: 100 });
@@ -325,8 +490,17 @@ describe('POST /v1/guard/check', () => {
         const resourceId = `r-${randomUUID()}`;
         // Another transaction holds the scope's lock (as a stuck check on another replica would).
         await blocker.query('BEGIN');
-        await blocker.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(p.id, `resource:${resourceId}`).toString()]);
-        const body = (failMode: string) => ({ context: { resourceId }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
+        await blocker.query('SELECT pg_advisory_xact_lock($1::bigint)', [
+          scopeLockId(p.id, `resource:${resourceId}`).toString(),
+        ]);
+        const body = (failMode: string) => ({
+          context: { resourceId },
+          limits: [{ scope: 'resource', maxCost: 1 }],
+          estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 },
+          reserve: true,
+          stepId: randomUUID(),
+          failMode,
+        });
         const started = Date.now();
         const open = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('open') });
         const closed = await call(slow.url, 'POST', '/v1/guard/check', { token: p.key, body: body('closed') });
@@ -349,9 +523,16 @@ describe('POST /v1/guard/check', () => {
       }
     });
 
-    it('applies the caller\'s failMode only when the database cannot be reached', async () => {
+    it("applies the caller's failMode only when the database cannot be reached", async () => {
       const lost = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-      const body = (failMode: string) => ({ context: { resourceId: `r-${randomUUID()}` }, limits: [{ scope: 'resource', maxCost: 1 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 }, reserve: true, stepId: randomUUID(), failMode });
+      const body = (failMode: string) => ({
+        context: { resourceId: `r-${randomUUID()}` },
+        limits: [{ scope: 'resource', maxCost: 1 }],
+        estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 },
+        reserve: true,
+        stepId: randomUUID(),
+        failMode,
+      });
       // The key and the settings are cached; the database goes away before the decision.
       await check(body('open'));
       const spy = jest.spyOn(svc.prisma, 'transaction').mockRejectedValue(lost);
@@ -369,7 +550,10 @@ describe('POST /v1/guard/check', () => {
       const down = await startService({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/tollgate_test' });
       try {
         const started = Date.now();
-        const res = await call(down.url, 'POST', '/v1/guard/check', { token: project.key, body: { context: { resourceId: 'r' }, failMode: 'closed' } });
+        const res = await call(down.url, 'POST', '/v1/guard/check', {
+          token: project.key,
+          body: { context: { resourceId: 'r' }, failMode: 'closed' },
+        });
         expect(res.status).toBe(503);
         expect(res.headers.get('retry-after')).toBe('1');
         expect(Date.now() - started).toBeLessThan(5000);

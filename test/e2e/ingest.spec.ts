@@ -13,7 +13,8 @@ describe('POST /v1/events', () => {
   });
   afterAll(() => svc.close());
 
-  const post = (events: unknown[], token = project.key) => call(svc.url, 'POST', '/v1/events', { token, body: { events } });
+  const post = (events: unknown[], token = project.key) =>
+    call(svc.url, 'POST', '/v1/events', { token, body: { events } });
   const stored = async (projectId: string, eventId?: string) =>
     svc.prisma.$queryRawUnsafe<any[]>(
       `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 ${eventId ? 'AND event_id = $2' : ''} ORDER BY position`,
@@ -86,7 +87,11 @@ describe('POST /v1/events', () => {
   });
 
   it('stores a provider-reported cost of 0 for a step with tokens as reported, flagged and counted', async () => {
-    const counted = async () => Number(/^tollgate_zero_cost_steps_total (\d+)/m.exec((await call(svc.url, 'GET', '/metrics')).body as string)?.[1] ?? 0);
+    const counted = async () =>
+      Number(
+        /^tollgate_zero_cost_steps_total (\d+)/m.exec((await call(svc.url, 'GET', '/metrics')).body as string)?.[1] ??
+          0,
+      );
     const before = await counted();
     const free = stepEvent({ cost: { amount: 0, currency: 'USD', source: 'gateway' } });
     const empty = stepEvent({ cost: { amount: 0, currency: 'USD' }, usage: { inputTokens: 0, outputTokens: 0 } });
@@ -107,8 +112,13 @@ describe('POST /v1/events', () => {
     try {
       const p = await createProject(backfill.url);
       const event = stepEvent({ occurredAt: '2003-05-17T10:00:00.000Z' });
-      expect((await call(backfill.url, 'POST', '/v1/events', { token: p.key, body: { events: [event] } })).body.results[0].status).toBe('accepted');
-      const [part] = await svc.prisma.$queryRawUnsafe<{ t: string | null }[]>(`SELECT to_regclass('events_2003_05')::text AS t`);
+      expect(
+        (await call(backfill.url, 'POST', '/v1/events', { token: p.key, body: { events: [event] } })).body.results[0]
+          .status,
+      ).toBe('accepted');
+      const [part] = await svc.prisma.$queryRawUnsafe<{ t: string | null }[]>(
+        `SELECT to_regclass('events_2003_05')::text AS t`,
+      );
       expect(part.t).toBe('events_2003_05');
     } finally {
       await backfill.close();
@@ -117,11 +127,19 @@ describe('POST /v1/events', () => {
 
   it('refuses events older than the accepted age (35 days by default), naming the field, and creates no partition for them', async () => {
     // One event per month since 2000 once made 321 partitions that every project's queries then planned.
-    const events = Array.from({ length: 24 }, (_, m) => stepEvent({ occurredAt: new Date(Date.UTC(2004, m, 15)).toISOString() }));
+    const events = Array.from({ length: 24 }, (_, m) =>
+      stepEvent({ occurredAt: new Date(Date.UTC(2004, m, 15)).toISOString() }),
+    );
     const res = await post(events);
     expect(res.body).toMatchObject({ accepted: 0, rejected: 24 });
-    expect(res.body.results[0]).toMatchObject({ status: 'rejected', field: 'events[0].occurredAt', reason: 'is more than 35 days in the past (the oldest this project accepts)' });
-    const parts = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM pg_class WHERE relname LIKE 'events_2004_%' OR relname LIKE 'events_2005_%'`);
+    expect(res.body.results[0]).toMatchObject({
+      status: 'rejected',
+      field: 'events[0].occurredAt',
+      reason: 'is more than 35 days in the past (the oldest this project accepts)',
+    });
+    const parts = await svc.prisma.$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(*) AS n FROM pg_class WHERE relname LIKE 'events_2004_%' OR relname LIKE 'events_2005_%'`,
+    );
     expect(Number(parts[0].n)).toBe(0);
     const recent = await post([stepEvent({ occurredAt: new Date(Date.now() - 34 * 86_400_000).toISOString() })]);
     expect(recent.body.accepted).toBe(1);
@@ -129,7 +147,8 @@ describe('POST /v1/events', () => {
 
   it('lets a project accept less than the operator allows, never more', async () => {
     const p = await createProject(svc.url);
-    const patch = (body: unknown) => call(svc.url, 'PATCH', `/v1/admin/projects/${p.id}`, { token: TEST_ADMIN_TOKEN, body });
+    const patch = (body: unknown) =>
+      call(svc.url, 'PATCH', `/v1/admin/projects/${p.id}`, { token: TEST_ADMIN_TOKEN, body });
     expect((await patch({ maxEventAgeDays: 7 })).body).toMatchObject({ maxEventAgeDays: 7 });
     const ago = (days: number) => stepEvent({ occurredAt: new Date(Date.now() - days * 86_400_000).toISOString() });
     const res = await post([ago(6), ago(8)], p.key);
@@ -152,7 +171,11 @@ describe('POST /v1/events', () => {
       ['occurredAt that is not a timestamp', { occurredAt: 'yesterday' }, 'occurredAt'],
       ['occurredAt without a time zone', { occurredAt: '2026-01-01T10:00:00' }, 'occurredAt'],
       ['occurredAt before 2000', { occurredAt: '1999-12-31T23:59:59Z' }, 'occurredAt'],
-      ['occurredAt too far in the future', { occurredAt: new Date(Date.now() + 10 * minute).toISOString() }, 'occurredAt'],
+      [
+        'occurredAt too far in the future',
+        { occurredAt: new Date(Date.now() + 10 * minute).toISOString() },
+        'occurredAt',
+      ],
       ['missing traceId', { traceId: undefined }, 'traceId'],
       ['traceId of the wrong type', { traceId: 42 }, 'traceId'],
       ['missing provider', { provider: undefined }, 'provider'],
@@ -164,14 +187,34 @@ describe('POST /v1/events', () => {
       ['fractional token count', { usage: { inputTokens: 1.5, outputTokens: 0 } }, 'usage.inputTokens'],
       ['huge token count', { usage: { inputTokens: 1e15, outputTokens: 0 } }, 'usage.inputTokens'],
       ['token count as a string', { usage: { inputTokens: '10', outputTokens: 0 } }, 'usage.inputTokens'],
-      ['unknown usage field', { usage: { inputTokens: 1, outputTokens: 1, thinkingTokens: 1 } }, 'usage.thinkingTokens'],
-      ['cache reads above input tokens', { usage: { inputTokens: 10, outputTokens: 0, cacheReadTokens: 11 } }, 'usage.cacheReadTokens'],
-      ['cache reads + writes above input tokens', { usage: { inputTokens: 10, outputTokens: 0, cacheReadTokens: 6, cacheWriteTokens: 6 } }, 'usage.cacheWriteTokens'],
-      ['reasoning above output tokens', { usage: { inputTokens: 10, outputTokens: 5, reasoningTokens: 6 } }, 'usage.reasoningTokens'],
+      [
+        'unknown usage field',
+        { usage: { inputTokens: 1, outputTokens: 1, thinkingTokens: 1 } },
+        'usage.thinkingTokens',
+      ],
+      [
+        'cache reads above input tokens',
+        { usage: { inputTokens: 10, outputTokens: 0, cacheReadTokens: 11 } },
+        'usage.cacheReadTokens',
+      ],
+      [
+        'cache reads + writes above input tokens',
+        { usage: { inputTokens: 10, outputTokens: 0, cacheReadTokens: 6, cacheWriteTokens: 6 } },
+        'usage.cacheWriteTokens',
+      ],
+      [
+        'reasoning above output tokens',
+        { usage: { inputTokens: 10, outputTokens: 5, reasoningTokens: 6 } },
+        'usage.reasoningTokens',
+      ],
       ['negative cost', { cost: { amount: -0.01 } }, 'cost.amount'],
       ['cost in an invalid currency', { cost: { amount: 0.01, currency: 'dollars' } }, 'cost.currency'],
       ['labels that are not flat', { labels: { team: { name: 'a' } } }, 'labels.team'],
-      ['too many labels', { labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }, 'labels'],
+      [
+        'too many labels',
+        { labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) },
+        'labels',
+      ],
       ['tags that are not strings', { tags: [1] }, 'tags[0]'],
       ['negative durationMs', { durationMs: -5 }, 'durationMs'],
       ['fractional stepIndex', { stepIndex: 0.5 }, 'stepIndex'],
@@ -186,7 +229,8 @@ describe('POST /v1/events', () => {
       expect(res.body.results[0].status).toBe('accepted');
       expect(res.body.results[1]).toMatchObject({ index: 1, status: 'rejected', field: `events[1].${field}` });
       expect(res.body.results[1].reason).toEqual(expect.any(String));
-      if (typeof event.eventId === 'string' && event.eventId) expect(await stored(project.id, event.eventId)).toHaveLength(0);
+      if (typeof event.eventId === 'string' && event.eventId)
+        expect(await stored(project.id, event.eventId)).toHaveLength(0);
     });
   });
 
@@ -203,7 +247,11 @@ describe('POST /v1/events', () => {
     });
 
     it('a body that is not JSON by content type', async () => {
-      const res = await call(svc.url, 'POST', '/v1/events', { token: project.key, raw: 'events', contentType: 'text/plain' });
+      const res = await call(svc.url, 'POST', '/v1/events', {
+        token: project.key,
+        raw: 'events',
+        contentType: 'text/plain',
+      });
       expect(res.status).toBe(415);
     });
 
@@ -228,13 +276,22 @@ describe('POST /v1/events', () => {
     });
 
     it('a body of 2 MiB with 413', async () => {
-      const res = await call(svc.url, 'POST', '/v1/events', { token: project.key, raw: JSON.stringify({ events: [stepEvent({ labels: { pad: 'x'.repeat(1000) } })], pad: 'x'.repeat(2 * 1024 * 1024) }) });
+      const res = await call(svc.url, 'POST', '/v1/events', {
+        token: project.key,
+        raw: JSON.stringify({
+          events: [stepEvent({ labels: { pad: 'x'.repeat(1000) } })],
+          pad: 'x'.repeat(2 * 1024 * 1024),
+        }),
+      });
       expect(res.status).toBe(413);
       expect(res.body.code).toBe('payload_too_large');
     });
 
     it('an unknown top-level field', async () => {
-      const res = await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events: [stepEvent()], extra: true } });
+      const res = await call(svc.url, 'POST', '/v1/events', {
+        token: project.key,
+        body: { events: [stepEvent()], extra: true },
+      });
       expect(res.status).toBe(400);
       expect(res.body.field).toBe('extra');
     });
@@ -262,7 +319,9 @@ describe('POST /v1/events', () => {
     it('401 as soon as a key is revoked', async () => {
       const other = await createProject(svc.url, ['ingest']);
       expect((await post([stepEvent()], other.key)).status).toBe(200);
-      const revoke = await call(svc.url, 'DELETE', `/v1/admin/projects/${other.id}/keys/${other.keyId}`, { token: 'test-admin-token-0123456789' });
+      const revoke = await call(svc.url, 'DELETE', `/v1/admin/projects/${other.id}/keys/${other.keyId}`, {
+        token: 'test-admin-token-0123456789',
+      });
       expect(revoke.status).toBe(200);
       expect((await post([stepEvent()], other.key)).status).toBe(401);
     });
@@ -283,7 +342,7 @@ describe('POST /v1/events', () => {
       expect(res.status).toBe(401);
     });
 
-    it('writes events into the key\'s own project only', async () => {
+    it("writes events into the key's own project only", async () => {
       const other = await createProject(svc.url);
       const event = stepEvent();
       await post([event], other.key);

@@ -22,16 +22,29 @@ function freePort(): Promise<number> {
 
 /** A Redis of this test's own (on another port), so that it can be stopped and started again. */
 async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().includes('PONG')) return child;
+    if (
+      spawnSync('redis-cli', ['-p', String(port), 'ping'])
+        .stdout?.toString()
+        .includes('PONG')
+    )
+      return child;
     await sleep(50);
   }
   throw new Error('redis-server did not start');
 }
 
 const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM'))));
+  new Promise<void>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null
+      ? resolve()
+      : (child.once('exit', () => resolve()), child.kill('SIGTERM')),
+  );
 
 interface Line {
   time: string;
@@ -49,7 +62,11 @@ interface Line {
   let stdout = '';
   let stderr = '';
   const queuePrefix = `tollgate-logs-${randomBytes(4).toString('hex')}`;
-  const lines = (): Line[] => stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = (): Line[] =>
+    stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   const waitFor = async (pred: (l: Line) => boolean, ms = 20_000) => {
     const until = Date.now() + ms;
     while (Date.now() < until) {
@@ -69,10 +86,24 @@ interface Line {
     const db = new URL(TEST_DATABASE_URL);
     // A password in the URL (ignored by trust authentication) must not reach the log.
     db.password = 'not-to-be-logged';
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.toString(), REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(port), HOST: '127.0.0.1', TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, QUEUE_PREFIX: queuePrefix, LOG_LEVEL: 'log', TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: db.toString(),
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      QUEUE_PREFIX: queuePrefix,
+      LOG_LEVEL: 'log',
+      TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
+    };
     // Without a secret key, saving a webhook exporter answers 501 not_configured.
     delete env.TOLLGATE_SECRET_KEY;
-    service = spawn(process.execPath, [join(ROOT, 'dist/apps/main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    service = spawn(process.execPath, [join(ROOT, 'dist/apps/main.js')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     service.stdout!.on('data', (d) => (stdout += String(d)));
     service.stderr!.on('data', (d) => (stderr += String(d)));
     await waitFor((l) => l.msg.startsWith('tollgate started'), 60_000);
@@ -116,14 +147,22 @@ interface Line {
     const before = lines().length;
     expect((await call(url, 'GET', '/v1/nothing-here')).status).toBe(404);
     expect((await call(url, 'POST', '/v1/events', { token: p.key, body: { events: [{}] } })).status).toBe(200);
-    const webhook = await call(url, 'PUT', '/v1/exporters/hook', { token: p.key, body: { type: 'webhook', url: 'http://127.0.0.1:9/hook', signingSecret: 'webhook-secret-0123456789' } });
+    const webhook = await call(url, 'PUT', '/v1/exporters/hook', {
+      token: p.key,
+      body: { type: 'webhook', url: 'http://127.0.0.1:9/hook', signingSecret: 'webhook-secret-0123456789' },
+    });
     expect(webhook.status).toBe(501);
     expect(webhook.body.code).toBe('not_configured');
     await waitFor((l) => l.msg === 'request' && l.status === 501);
     const after = lines().slice(before);
     expect(after.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
     expect(JSON.stringify(after)).not.toContain('"stack"');
-    expect(after.find((l) => l.status === 404)).toMatchObject({ level: 'info', context: 'http', method: 'GET', route: '/v1/nothing-here' });
+    expect(after.find((l) => l.status === 404)).toMatchObject({
+      level: 'info',
+      context: 'http',
+      method: 'GET',
+      route: '/v1/nothing-here',
+    });
   });
 
   it('a Redis outage is one warning when it goes and one line when it is back', async () => {
@@ -151,13 +190,20 @@ interface Line {
   });
 
   it('logs the shutdown', async () => {
-    const exited = new Promise<string>((resolve) => service.once('exit', (code, signal) => resolve(`${code ?? ''}${signal ?? ''}`)));
+    const exited = new Promise<string>((resolve) =>
+      service.once('exit', (code, signal) => resolve(`${code ?? ''}${signal ?? ''}`)),
+    );
     service.kill('SIGTERM');
     // Nest re-raises the signal once it has closed everything.
     expect(['0', 'SIGTERM']).toContain(await exited);
     const tail = lines().slice(-2);
     expect(tail).toEqual([
-      expect.objectContaining({ level: 'info', context: 'shutdown', signal: 'SIGTERM', msg: expect.stringMatching(/^shutting down/) }),
+      expect.objectContaining({
+        level: 'info',
+        context: 'shutdown',
+        signal: 'SIGTERM',
+        msg: expect.stringMatching(/^shutting down/),
+      }),
       expect.objectContaining({ level: 'info', context: 'shutdown', signal: 'SIGTERM', msg: 'stopped' }),
     ]);
   });

@@ -31,10 +31,18 @@ describe('operations', () => {
     expect(doc.status).toBe(200);
     const ingest = doc.body.paths['/v1/events'].post;
     const eventSchema = ingest.requestBody.content['application/json'].schema.properties.events.items;
-    expect(eventSchema.required).toEqual(expect.arrayContaining(['eventId', 'occurredAt', 'traceId', 'provider', 'model']));
+    expect(eventSchema.required).toEqual(
+      expect.arrayContaining(['eventId', 'occurredAt', 'traceId', 'provider', 'model']),
+    );
     // Usage in Tollgate's terms, or the provider's own with its format: one of them.
     expect(eventSchema.properties.usage.properties.inputTokens).toMatchObject({ type: 'integer', minimum: 0 });
-    expect(eventSchema.properties.providerUsage.properties.format.enum).toEqual(['openai', 'anthropic', 'gemini', 'bedrock', 'ai-sdk']);
+    expect(eventSchema.properties.providerUsage.properties.format.enum).toEqual([
+      'openai',
+      'anthropic',
+      'gemini',
+      'bedrock',
+      'ai-sdk',
+    ]);
     expect(doc.body.paths['/v1/admin/projects/{projectId}/keys'].post).toBeDefined();
     const ui = await call(svc.url, 'GET', '/docs');
     expect(ui.headers.get('content-type')).toContain('text/html');

@@ -29,18 +29,29 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
   });
   afterAll(() => svc.close());
 
-  const api = (p: TestProject, method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: p.key, body });
+  const api = (p: TestProject, method: string, path: string, body?: unknown) =>
+    call(svc.url, method, path, { token: p.key, body });
   const ingest = async (p: TestProject, events: unknown[]) => {
     const res = await api(p, 'POST', '/v1/events', { events });
     expect(res.body.accepted).toBe(events.length);
   };
-  const putPrice = (p: TestProject, body: Record<string, unknown>, provider = UNKNOWN.provider, model = UNKNOWN.model) => api(p, 'PUT', `/v1/prices/${provider}/${model}`, body);
+  const putPrice = (
+    p: TestProject,
+    body: Record<string, unknown>,
+    provider = UNKNOWN.provider,
+    model = UNKNOWN.model,
+  ) => api(p, 'PUT', `/v1/prices/${provider}/${model}`, body);
   const reprice = (p: TestProject, body: Record<string, unknown>) => api(p, 'POST', '/v1/prices/reprice', body);
   const range = { from: new Date(at - DAY).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
   const catchUp = async () => {
     for (;;) if ((await projector.catchUp()).caughtUp) return;
   };
-  const logOf = (p: TestProject, type: string) => svc.prisma.$queryRawUnsafe<any[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 ORDER BY position`, p.id, type);
+  const logOf = (p: TestProject, type: string) =>
+    svc.prisma.$queryRawUnsafe<any[]>(
+      `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND type = $2 ORDER BY position`,
+      p.id,
+      type,
+    );
   const guardUsage = async (p: TestProject, context: Record<string, string>) => {
     const res = await api(p, 'POST', '/v1/guard/check', {
       context,
@@ -79,7 +90,14 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     const twin = await createProject(svc.url);
     const resourceId = `r-${randomUUID()}`;
     const traceId = `t-${randomUUID()}`;
-    const step = stepEvent({ ...UNKNOWN, resourceId, traceId, threadId: `th-${randomUUID()}`, occurredAt: new Date(at).toISOString(), usage: USAGE });
+    const step = stepEvent({
+      ...UNKNOWN,
+      resourceId,
+      traceId,
+      threadId: `th-${randomUUID()}`,
+      occurredAt: new Date(at).toISOString(),
+      usage: USAGE,
+    });
     await ingest(p, [step]);
     expect((await putPrice(twin, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES })).status).toBe(200);
     await ingest(twin, [step]);
@@ -88,7 +106,11 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     expect(stored).toMatchObject({ cost_micros: null, unpriced: true });
     const before = await guardUsage(p, { resourceId, traceId });
     expect(before.decision).toBe('deny');
-    expect(before.usage[`resource:${resourceId}@24h`]).toMatchObject({ totalTokens: 1200, estimatedCost: 0, unpricedEvents: 1 });
+    expect(before.usage[`resource:${resourceId}@24h`]).toMatchObject({
+      totalTokens: 1200,
+      estimatedCost: 0,
+      unpricedEvents: 1,
+    });
 
     // The override from before the step answers that a stored step is priced otherwise, and names the call.
     const put = await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES });
@@ -98,19 +120,46 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
         code: 'stored_steps_priced_otherwise',
         steps: 1,
         message: expect.stringContaining('POST /v1/prices/reprice'),
-        reprice: { method: 'POST', path: '/v1/prices/reprice', body: { from: new Date(at - HOUR).toISOString(), to: new Date(at + 1).toISOString(), provider: 'acme', model: 'acme-large' } },
+        reprice: {
+          method: 'POST',
+          path: '/v1/prices/reprice',
+          body: {
+            from: new Date(at - HOUR).toISOString(),
+            to: new Date(at + 1).toISOString(),
+            provider: 'acme',
+            model: 'acme-large',
+          },
+        },
       }),
     ]);
 
     // A dry run reports the count and the delta, and appends nothing.
     const dry = await reprice(p, { ...range, dryRun: true });
     expect(dry.status).toBe(200);
-    expect(dry.body).toMatchObject({ dryRun: true, scanned: 1, repriced: 1, unchanged: 0, providerReported: 0, newlyPriced: 1, deltaByUnit: { USD: { costMicros: STEP_MICROS, cost: STEP_MICROS / 1e6 } } });
+    expect(dry.body).toMatchObject({
+      dryRun: true,
+      scanned: 1,
+      repriced: 1,
+      unchanged: 0,
+      providerReported: 0,
+      newlyPriced: 1,
+      deltaByUnit: { USD: { costMicros: STEP_MICROS, cost: STEP_MICROS / 1e6 } },
+    });
     expect(await logOf(p, 'StepRepriced')).toEqual([]);
-    expect((await guardUsage(p, { resourceId, traceId })).usage[`resource:${resourceId}@24h`]).toMatchObject({ estimatedCost: 0, unpricedEvents: 1 });
+    expect((await guardUsage(p, { resourceId, traceId })).usage[`resource:${resourceId}@24h`]).toMatchObject({
+      estimatedCost: 0,
+      unpricedEvents: 1,
+    });
 
     const done = await reprice(p, range);
-    expect(done.body).toMatchObject({ dryRun: false, scanned: 1, repriced: 1, newlyPriced: 1, deltaByUnit: { USD: { costMicros: STEP_MICROS } }, batches: 1 });
+    expect(done.body).toMatchObject({
+      dryRun: false,
+      scanned: 1,
+      repriced: 1,
+      newlyPriced: 1,
+      deltaByUnit: { USD: { costMicros: STEP_MICROS } },
+      batches: 1,
+    });
     const [correction] = await logOf(p, 'StepRepriced');
     expect(correction).toMatchObject({
       event_id: `tg:reprice:${step.eventId}:1`,
@@ -131,8 +180,22 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
         stepEventId: step.eventId,
         stepPosition: String(stored.position),
         sequence: 1,
-        old: { costMicros: null, inputCostMicros: null, outputCostMicros: null, costUnit: null, priceId: null, source: null },
-        new: { costMicros: STEP_MICROS, inputCostMicros: 1400, outputCostMicros: 1600, costUnit: 'USD', priceId: `override:${put.body.id}`, source: 'override' },
+        old: {
+          costMicros: null,
+          inputCostMicros: null,
+          outputCostMicros: null,
+          costUnit: null,
+          priceId: null,
+          source: null,
+        },
+        new: {
+          costMicros: STEP_MICROS,
+          inputCostMicros: 1400,
+          outputCostMicros: 1600,
+          costUnit: 'USD',
+          priceId: `override:${put.body.id}`,
+          source: 'override',
+        },
       },
     });
     // The original event is never rewritten.
@@ -142,20 +205,51 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     const after = await guardUsage(p, { resourceId, traceId });
     expect(after.decision).toBe('allow');
     for (const key of [`resource:${resourceId}@24h`, `resource:${resourceId}@7d`, `run:${traceId}`]) {
-      expect(after.usage[key]).toMatchObject({ inputTokens: 1000, outputTokens: 200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD', unpricedEvents: 0, costByUnit: { USD: STEP_MICROS / 1e6 } });
+      expect(after.usage[key]).toMatchObject({
+        inputTokens: 1000,
+        outputTokens: 200,
+        estimatedCost: STEP_MICROS / 1e6,
+        costUnit: 'USD',
+        unpricedEvents: 0,
+        costByUnit: { USD: STEP_MICROS / 1e6 },
+      });
     }
     // Its counters are exactly those of the step priced at ingest: the tokens moved from the unpriced row to the USD row.
     expect(await countersOf(p)).toEqual(await countersOf(twin));
 
     // The metric answers, once the projector ran: the step with its new cost, as if priced at ingest.
     await catchUp();
-    const aggregate = await api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'sum', filters: { resourceId } });
+    const aggregate = await api(p, 'POST', '/api/observability/metrics/aggregate', {
+      name: TOTALS,
+      aggregation: 'sum',
+      filters: { resourceId },
+    });
     expect(aggregate.body).toMatchObject({ value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD' });
-    const wholeHours = { start: new Date(at - 10 * 60_000 - HOUR).toISOString(), end: new Date(at - 10 * 60_000 + 2 * HOUR).toISOString() };
-    const ranged = await api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'sum', filters: { timestamp: wholeHours } });
+    const wholeHours = {
+      start: new Date(at - 10 * 60_000 - HOUR).toISOString(),
+      end: new Date(at - 10 * 60_000 + 2 * HOUR).toISOString(),
+    };
+    const ranged = await api(p, 'POST', '/api/observability/metrics/aggregate', {
+      name: TOTALS,
+      aggregation: 'sum',
+      filters: { timestamp: wholeHours },
+    });
     expect(ranged.body).toMatchObject({ value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD' });
-    const byUnit = await api(p, 'POST', '/api/observability/metrics/breakdown', { name: TOTALS, groupBy: ['costUnit'], aggregation: 'sum' });
-    expect(byUnit.body.groups).toEqual([{ dimensions: { costUnit: 'USD' }, value: 1200, estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD', unpricedSteps: 0, unpricedTokens: 0 }]);
+    const byUnit = await api(p, 'POST', '/api/observability/metrics/breakdown', {
+      name: TOTALS,
+      groupBy: ['costUnit'],
+      aggregation: 'sum',
+    });
+    expect(byUnit.body.groups).toEqual([
+      {
+        dimensions: { costUnit: 'USD' },
+        value: 1200,
+        estimatedCost: STEP_MICROS / 1e6,
+        costUnit: 'USD',
+        unpricedSteps: 0,
+        unpricedTokens: 0,
+      },
+    ]);
     expect(await rollupsOf(p)).toEqual(await rollupsOf(twin));
 
     // A second identical reprice appends nothing.
@@ -172,11 +266,24 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     const step = stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(now - 1000).toISOString(), usage: USAGE });
     await ingest(p, [step]);
     const check = async () =>
-      (await api(p, 'POST', '/v1/guard/check', { context: { resourceId }, limits: [{ scope: 'resource', window: '1h', maxCost: 1 }] })).body.usage[`resource:${resourceId}@1h`];
+      (
+        await api(p, 'POST', '/v1/guard/check', {
+          context: { resourceId },
+          limits: [{ scope: 'resource', window: '1h', maxCost: 1 }],
+        })
+      ).body.usage[`resource:${resourceId}@1h`];
     expect(await check()).toMatchObject({ estimatedCost: 0, unpricedEvents: 1, totalTokens: 1200 });
     expect((await putPrice(p, { effectiveFrom: new Date(now - HOUR).toISOString(), ...RATES })).status).toBe(200);
-    expect((await reprice(p, { from: new Date(now - HOUR).toISOString(), to: new Date(now + 1000).toISOString() })).body).toMatchObject({ repriced: 1 });
-    expect(await check()).toMatchObject({ estimatedCost: STEP_MICROS / 1e6, costUnit: 'USD', costByUnit: { USD: STEP_MICROS / 1e6 }, unpricedEvents: 0, totalTokens: 1200 });
+    expect(
+      (await reprice(p, { from: new Date(now - HOUR).toISOString(), to: new Date(now + 1000).toISOString() })).body,
+    ).toMatchObject({ repriced: 1 });
+    expect(await check()).toMatchObject({
+      estimatedCost: STEP_MICROS / 1e6,
+      costUnit: 'USD',
+      costByUnit: { USD: STEP_MICROS / 1e6 },
+      unpricedEvents: 0,
+      totalTokens: 1200,
+    });
   });
 
   it('corrects a correction: the latest cost is the last correction, and only the difference is applied', async () => {
@@ -188,25 +295,50 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     await putPrice(p, { effectiveFrom, ...RATES });
     expect((await reprice(p, range)).body.repriced).toBe(1);
     // The same override, rates raised: 600 × 4 + 400 × 1 = 2800 input, 200 × 16 = 3200 output.
-    const raised = await putPrice(p, { effectiveFrom, inputPerMillion: 4, outputPerMillion: 16, cacheReadPerMillion: 1 });
-    expect(raised.body.warnings).toEqual([expect.objectContaining({ code: 'stored_steps_priced_otherwise', steps: 1 })]);
+    const raised = await putPrice(p, {
+      effectiveFrom,
+      inputPerMillion: 4,
+      outputPerMillion: 16,
+      cacheReadPerMillion: 1,
+    });
+    expect(raised.body.warnings).toEqual([
+      expect.objectContaining({ code: 'stored_steps_priced_otherwise', steps: 1 }),
+    ]);
     const second = await reprice(p, range);
-    expect(second.body).toMatchObject({ repriced: 1, newlyPriced: 0, deltaByUnit: { USD: { costMicros: 6000 - STEP_MICROS } } });
+    expect(second.body).toMatchObject({
+      repriced: 1,
+      newlyPriced: 0,
+      deltaByUnit: { USD: { costMicros: 6000 - STEP_MICROS } },
+    });
     const corrections = await logOf(p, 'StepRepriced');
     expect(corrections.map((c) => [c.event_id, Number(c.cost_micros), c.data.old.costMicros])).toEqual([
       [`tg:reprice:${step.eventId}:1`, STEP_MICROS, null],
       [`tg:reprice:${step.eventId}:2`, 6000, STEP_MICROS],
     ]);
-    expect((await guardUsage(p, { resourceId, traceId: step.traceId })).usage[`resource:${resourceId}@24h`]).toMatchObject({ estimatedCost: 0.006, unpricedEvents: 0 });
+    expect(
+      (await guardUsage(p, { resourceId, traceId: step.traceId })).usage[`resource:${resourceId}@24h`],
+    ).toMatchObject({ estimatedCost: 0.006, unpricedEvents: 0 });
     expect((await reprice(p, range)).body.repriced).toBe(0);
   });
 
   it('reprices a step with 1-hour cache writes as ingest priced it: the stored split, each write at its own rate', async () => {
     const model = { provider: 'anthropic', model: 'claude-sonnet-4-20250514' };
     // 100 uncached, 600 5-minute and 400 1-hour cache writes, 200 output.
-    const providerUsage = { format: 'anthropic', usage: { input_tokens: 100, cache_creation_input_tokens: 1000, cache_creation: { ephemeral_5m_input_tokens: 600, ephemeral_1h_input_tokens: 400 }, output_tokens: 200 } };
+    const providerUsage = {
+      format: 'anthropic',
+      usage: {
+        input_tokens: 100,
+        cache_creation_input_tokens: 1000,
+        cache_creation: { ephemeral_5m_input_tokens: 600, ephemeral_1h_input_tokens: 400 },
+        output_tokens: 200,
+      },
+    };
     const step = () => {
-      const { usage: _usage, ...rest } = stepEvent({ ...model, resourceId: `r-${randomUUID()}`, occurredAt: new Date(at).toISOString() });
+      const { usage: _usage, ...rest } = stepEvent({
+        ...model,
+        resourceId: `r-${randomUUID()}`,
+        occurredAt: new Date(at).toISOString(),
+      });
       return { ...rest, providerUsage };
     };
     const p = await createProject(svc.url);
@@ -214,39 +346,98 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     await ingest(p, [first]);
     // The catalog: 100 × 3 + 600 × 3.75 + 400 × 6 + 200 × 15 = 300 + 2,250 + 2,400 + 3,000.
     const [stored] = await logOf(p, 'StepUsageRecorded');
-    expect(stored).toMatchObject({ cache_write_tokens: 1000n, cache_write_1h_tokens: 400n, cost_micros: 7950n, input_cost_micros: 4950n, cost_source: 'catalog' });
+    expect(stored).toMatchObject({
+      cache_write_tokens: 1000n,
+      cache_write_1h_tokens: 400n,
+      cost_micros: 7950n,
+      input_cost_micros: 4950n,
+      cost_source: 'catalog',
+    });
     expect((await api(p, 'GET', '/v1/steps')).body.steps).toEqual([
-      expect.objectContaining({ usage: { inputTokens: 1100, cacheReadTokens: 0, cacheWriteTokens: 1000, cacheWrite1hTokens: 400, outputTokens: 200, reasoningTokens: 0, totalTokens: 1300 }, cost: 0.00795 }),
+      expect.objectContaining({
+        usage: {
+          inputTokens: 1100,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 1000,
+          cacheWrite1hTokens: 400,
+          outputTokens: 200,
+          reasoningTokens: 0,
+          totalTokens: 1300,
+        },
+        cost: 0.00795,
+      }),
     ]);
     // Repriced at the same catalog price, from the stored usage: the same cost, nothing appended.
     expect((await reprice(p, range)).body).toMatchObject({ scanned: 1, repriced: 0, unchanged: 1, deltaByUnit: {} });
 
     // An override with its own 1-hour rate, $7.50: 300 + 2,250 + 3,000 + 3,000 = 8,550.
-    const rates = { effectiveFrom: new Date(at - HOUR).toISOString(), inputPerMillion: 3, outputPerMillion: 15, cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 7.5 };
+    const rates = {
+      effectiveFrom: new Date(at - HOUR).toISOString(),
+      inputPerMillion: 3,
+      outputPerMillion: 15,
+      cacheWritePerMillion: 3.75,
+      cacheWrite1hPerMillion: 7.5,
+    };
     const put = await putPrice(p, rates, model.provider, model.model);
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 7.5, warnings: [expect.objectContaining({ steps: 1 })] });
-    expect((await reprice(p, range)).body).toMatchObject({ repriced: 1, deltaByUnit: { USD: { costMicros: 8550 - 7950 } } });
+    expect(put.body).toMatchObject({
+      cacheWritePerMillion: 3.75,
+      cacheWrite1hPerMillion: 7.5,
+      warnings: [expect.objectContaining({ steps: 1 })],
+    });
+    expect((await reprice(p, range)).body).toMatchObject({
+      repriced: 1,
+      deltaByUnit: { USD: { costMicros: 8550 - 7950 } },
+    });
     const [correction] = await logOf(p, 'StepRepriced');
-    expect(correction).toMatchObject({ cache_write_tokens: 1000n, cache_write_1h_tokens: 400n, cost_micros: 8550n, input_cost_micros: 5550n, output_cost_micros: 3000n, cost_source: 'override' });
+    expect(correction).toMatchObject({
+      cache_write_tokens: 1000n,
+      cache_write_1h_tokens: 400n,
+      cost_micros: 8550n,
+      input_cost_micros: 5550n,
+      output_cost_micros: 3000n,
+      cost_source: 'override',
+    });
     // The same step ingested under that override costs the same.
     const twin = await createProject(svc.url);
     expect((await putPrice(twin, rates, model.provider, model.model)).status).toBe(200);
     await ingest(twin, [step()]);
-    expect((await logOf(twin, 'StepUsageRecorded'))[0]).toMatchObject({ cache_write_1h_tokens: 400n, cost_micros: 8550n, input_cost_micros: 5550n, cost_source: 'override' });
+    expect((await logOf(twin, 'StepUsageRecorded'))[0]).toMatchObject({
+      cache_write_1h_tokens: 400n,
+      cost_micros: 8550n,
+      input_cost_micros: 5550n,
+      cost_source: 'override',
+    });
 
     // A bad 1-hour rate is refused by name, and changes nothing.
     const bad = await putPrice(p, { ...rates, cacheWrite1hPerMillion: -1 }, model.provider, model.model);
     expect([bad.status, bad.body.field]).toEqual([400, 'cacheWrite1hPerMillion']);
-    expect((await api(p, 'GET', '/v1/prices')).body.prices).toEqual([expect.objectContaining({ cacheWrite1hPerMillion: 7.5 })]);
+    expect((await api(p, 'GET', '/v1/prices')).body.prices).toEqual([
+      expect.objectContaining({ cacheWrite1hPerMillion: 7.5 }),
+    ]);
   });
 
   it('metric answers see a correction before the projector does: in the unprojected tail and at sub-minute edges read from the log', async () => {
     const resourceId = `r-${randomUUID()}`;
     const aggregate = (p: TestProject, timestamp?: { start: string; end: string }) =>
-      api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'sum', filters: { resourceId, ...(timestamp ? { timestamp } : {}) } });
-    const breakdown = (p: TestProject) => api(p, 'POST', '/api/observability/metrics/breakdown', { name: TOTALS, groupBy: ['costUnit'], aggregation: 'sum', filters: { resourceId } });
-    const counted = (p: TestProject) => api(p, 'POST', '/api/observability/metrics/aggregate', { name: TOTALS, aggregation: 'count', filters: { resourceId } });
+      api(p, 'POST', '/api/observability/metrics/aggregate', {
+        name: TOTALS,
+        aggregation: 'sum',
+        filters: { resourceId, ...(timestamp ? { timestamp } : {}) },
+      });
+    const breakdown = (p: TestProject) =>
+      api(p, 'POST', '/api/observability/metrics/breakdown', {
+        name: TOTALS,
+        groupBy: ['costUnit'],
+        aggregation: 'sum',
+        filters: { resourceId },
+      });
+    const counted = (p: TestProject) =>
+      api(p, 'POST', '/api/observability/metrics/aggregate', {
+        name: TOTALS,
+        aggregation: 'count',
+        filters: { resourceId },
+      });
     // Seconds around the step: both edges inside one minute, so the whole range is read from the log.
     const edges = { start: new Date(at - 5000).toISOString(), end: new Date(at + 5000).toISOString() };
     const priced = { value: 1200, estimatedCost: 0.006, costUnit: 'USD' };
@@ -254,7 +445,16 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
       expect((await aggregate(p)).body).toMatchObject(priced);
       expect((await aggregate(p, edges)).body).toMatchObject(priced);
       expect((await counted(p)).body).toMatchObject({ value: 2 });
-      expect((await breakdown(p)).body.groups).toEqual([{ dimensions: { costUnit: 'USD' }, value: 1200, estimatedCost: 0.006, costUnit: 'USD', unpricedSteps: 0, unpricedTokens: 0 }]);
+      expect((await breakdown(p)).body.groups).toEqual([
+        {
+          dimensions: { costUnit: 'USD' },
+          value: 1200,
+          estimatedCost: 0.006,
+          costUnit: 'USD',
+          unpricedSteps: 0,
+          unpricedTokens: 0,
+        },
+      ]);
     };
     const priceTwice = async (p: TestProject) => {
       const effectiveFrom = new Date(at - HOUR).toISOString();
@@ -267,15 +467,28 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
 
     // The step was projected unpriced; its corrections are in the tail.
     const projected = await createProject(svc.url);
-    await ingest(projected, [stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE })]);
+    await ingest(projected, [
+      stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE }),
+    ]);
     await catchUp();
-    expect((await breakdown(projected)).body.groups).toEqual([{ dimensions: { costUnit: null }, value: 1200, estimatedCost: null, costUnit: null, unpricedSteps: 1, unpricedTokens: 1200 }]);
+    expect((await breakdown(projected)).body.groups).toEqual([
+      {
+        dimensions: { costUnit: null },
+        value: 1200,
+        estimatedCost: null,
+        costUnit: null,
+        unpricedSteps: 1,
+        unpricedTokens: 1200,
+      },
+    ]);
     await priceTwice(projected);
     await expectRepriced(projected);
 
     // The step and its corrections all in the tail.
     const unprojected = await createProject(svc.url);
-    await ingest(unprojected, [stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE })]);
+    await ingest(unprojected, [
+      stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE }),
+    ]);
     await priceTwice(unprojected);
     await expectRepriced(unprojected);
 
@@ -288,32 +501,60 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
   it('never reprices a provider-reported cost, and keeps to the provider and model asked for', async () => {
     const p = await createProject(svc.url);
     const resourceId = `r-${randomUUID()}`;
-    const reported = stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at).toISOString(), usage: USAGE, cost: { amount: 0.5, currency: 'USD' } });
+    const reported = stepEvent({
+      ...UNKNOWN,
+      resourceId,
+      occurredAt: new Date(at).toISOString(),
+      usage: USAGE,
+      cost: { amount: 0.5, currency: 'USD' },
+    });
     const unpriced = stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at + 1000).toISOString(), usage: USAGE });
-    const other = stepEvent({ provider: 'acme', model: 'acme-small', resourceId, occurredAt: new Date(at + 2000).toISOString(), usage: USAGE });
+    const other = stepEvent({
+      provider: 'acme',
+      model: 'acme-small',
+      resourceId,
+      occurredAt: new Date(at + 2000).toISOString(),
+      usage: USAGE,
+    });
     await ingest(p, [reported, unpriced, other]);
     await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES });
     await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES }, 'acme', 'acme-small');
     const res = await reprice(p, { ...range, provider: 'acme', model: 'acme-large' });
-    expect(res.body).toMatchObject({ provider: 'acme', model: 'acme-large', scanned: 2, repriced: 1, providerReported: 1, deltaByUnit: { USD: { costMicros: STEP_MICROS } } });
+    expect(res.body).toMatchObject({
+      provider: 'acme',
+      model: 'acme-large',
+      scanned: 2,
+      repriced: 1,
+      providerReported: 1,
+      deltaByUnit: { USD: { costMicros: STEP_MICROS } },
+    });
     expect((await logOf(p, 'StepRepriced')).map((c) => c.data.stepEventId)).toEqual([unpriced.eventId]);
     // The reported cost stands; the other model is repriced only when asked for.
     const usage = (await guardUsage(p, { resourceId, traceId: unpriced.traceId })).usage[`resource:${resourceId}@24h`];
     expect(usage).toMatchObject({ estimatedCost: 0.503, unpricedEvents: 1 });
-    expect((await reprice(p, { ...range, provider: 'acme' })).body).toMatchObject({ scanned: 3, repriced: 1, providerReported: 1, unchanged: 1 });
+    expect((await reprice(p, { ...range, provider: 'acme' })).body).toMatchObject({
+      scanned: 3,
+      repriced: 1,
+      providerReported: 1,
+      unchanged: 1,
+    });
   });
 
   it('lets two reprices run at once without applying any step twice', async () => {
     const p = await createProject(svc.url);
     const resourceId = `r-${randomUUID()}`;
-    const steps = Array.from({ length: 40 }, (_, i) => stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at + i * 1000).toISOString(), usage: USAGE }));
+    const steps = Array.from({ length: 40 }, (_, i) =>
+      stepEvent({ ...UNKNOWN, resourceId, occurredAt: new Date(at + i * 1000).toISOString(), usage: USAGE }),
+    );
     await ingest(p, steps);
     await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES });
     const [a, b] = await Promise.all([reprice(p, range), reprice(p, range)]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.body.repriced + b.body.repriced).toBe(40);
     expect(await logOf(p, 'StepRepriced')).toHaveLength(40);
-    expect((await guardUsage(p, { resourceId, traceId: steps[0].traceId })).usage[`resource:${resourceId}@24h`]).toMatchObject({ estimatedCost: (40 * STEP_MICROS) / 1e6, unpricedEvents: 0, totalTokens: 40 * 1200 });
+    expect(
+      (await guardUsage(p, { resourceId, traceId: steps[0].traceId })).usage[`resource:${resourceId}@24h`],
+    ).toMatchObject({ estimatedCost: (40 * STEP_MICROS) / 1e6, unpricedEvents: 0, totalTokens: 40 * 1200 });
   });
 
   it('refuses an unbounded or reversed range, a model without its provider, and a key without the admin scope', async () => {
@@ -353,7 +594,10 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
 
     it('prints one summary line when not on a terminal, and a progress bar on one', async () => {
       const p = await createProject(svc.url);
-      await ingest(p, [stepEvent({ ...UNKNOWN, occurredAt: new Date(at).toISOString(), usage: USAGE }), stepEvent({ ...UNKNOWN, occurredAt: new Date(at + 1).toISOString(), usage: USAGE })]);
+      await ingest(p, [
+        stepEvent({ ...UNKNOWN, occurredAt: new Date(at).toISOString(), usage: USAGE }),
+        stepEvent({ ...UNKNOWN, occurredAt: new Date(at + 1).toISOString(), usage: USAGE }),
+      ]);
       await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES });
       const piped: string[] = [];
       const args = { project: p.id, from: range.from, to: range.to, provider: 'acme', model: 'acme-large' };
@@ -364,14 +608,18 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
       expect(await logOf(p, 'StepRepriced')).toEqual([]);
 
       const tty: string[] = [];
-      expect(await run(args, { isTTY: true, write: (s) => (tty.push(s), true) })).toBe(`repriced 2 of 2 steps (0 unchanged, 0 provider-reported, 2 newly priced) in 1 batches; delta +${2 * STEP_MICROS} micro-USD\n`);
+      expect(await run(args, { isTTY: true, write: (s) => (tty.push(s), true) })).toBe(
+        `repriced 2 of 2 steps (0 unchanged, 0 provider-reported, 2 newly priced) in 1 batches; delta +${2 * STEP_MICROS} micro-USD\n`,
+      );
       expect(tty.at(-1)).toMatch(/^\rprices reprice \[#{30}\] 2\/2 events .* done in /);
       expect(await logOf(p, 'StepRepriced')).toHaveLength(2);
     });
 
     it('refuses what the API refuses, naming the option', async () => {
       const quiet = { isTTY: false, write: () => true };
-      await expect(run({ project: 'p', from: range.to, to: range.from }, quiet)).rejects.toThrow('--to must be after from');
+      await expect(run({ project: 'p', from: range.to, to: range.from }, quiet)).rejects.toThrow(
+        '--to must be after from',
+      );
       await expect(run({ project: 'p', to: range.to }, quiet)).rejects.toThrow('--from is required');
       await expect(run({ from: range.from, to: range.to }, quiet)).rejects.toThrow('--project is required');
       await expect(run({ project: 'no-such-project', ...range }, quiet)).rejects.toThrow('No project no-such-project');
@@ -381,12 +629,19 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
   describe('setting an override', () => {
     it("defaults the first override of a model to the project's earliest unpriced step of it, so the reprice it names prices what was just sent", async () => {
       const p = await createProject(svc.url);
-      const first = stepEvent({ ...UNKNOWN, occurredAt: new Date(Date.now() - 10 * 60_000).toISOString(), usage: USAGE });
+      const first = stepEvent({
+        ...UNKNOWN,
+        occurredAt: new Date(Date.now() - 10 * 60_000).toISOString(),
+        usage: USAGE,
+      });
       const justSent = stepEvent({ ...UNKNOWN, occurredAt: new Date(Date.now() - 1000).toISOString(), usage: USAGE });
       await ingest(p, [first, justSent]);
       const put = await putPrice(p, RATES);
       expect(put.status).toBe(200);
-      expect(put.body).toMatchObject({ effectiveFrom: first.occurredAt, effectiveFromDefault: 'earliest_unpriced_step' });
+      expect(put.body).toMatchObject({
+        effectiveFrom: first.occurredAt,
+        effectiveFromDefault: 'earliest_unpriced_step',
+      });
       const [warning] = put.body.warnings;
       expect(warning).toMatchObject({ steps: 2 });
       const res = await reprice(p, warning.reprice.body);
@@ -402,18 +657,40 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
 
     it('defaults to now for a model the catalog prices, and warns of the stored steps a backdated override would price otherwise', async () => {
       const p = await createProject(svc.url);
-      const steps = [stepEvent({ occurredAt: new Date(at).toISOString() }), stepEvent({ occurredAt: new Date(at + 5000).toISOString() })];
+      const steps = [
+        stepEvent({ occurredAt: new Date(at).toISOString() }),
+        stepEvent({ occurredAt: new Date(at + 5000).toISOString() }),
+      ];
       await ingest(p, steps);
       const now = await putPrice(p, { inputPerMillion: 1, outputPerMillion: 1 }, 'openai', 'gpt-4o');
       expect(now.body).toMatchObject({ effectiveFromDefault: 'now', warnings: [] });
-      const backdated = await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), inputPerMillion: 1, outputPerMillion: 1 }, 'openai', 'gpt-4o');
+      const backdated = await putPrice(
+        p,
+        { effectiveFrom: new Date(at - HOUR).toISOString(), inputPerMillion: 1, outputPerMillion: 1 },
+        'openai',
+        'gpt-4o',
+      );
       expect(backdated.body.warnings).toEqual([
-        expect.objectContaining({ steps: 2, reprice: expect.objectContaining({ body: { from: new Date(at - HOUR).toISOString(), to: new Date(at + 5001).toISOString(), provider: 'openai', model: 'gpt-4o' } }) }),
+        expect.objectContaining({
+          steps: 2,
+          reprice: expect.objectContaining({
+            body: {
+              from: new Date(at - HOUR).toISOString(),
+              to: new Date(at + 5001).toISOString(),
+              provider: 'openai',
+              model: 'gpt-4o',
+            },
+          }),
+        }),
       ]);
       expect(backdated.body.effectiveFromDefault).toBeUndefined();
       // 1000 in + 200 out at 1 / M each = 1200 micros, was 4500 (catalog).
       const res = await reprice(p, backdated.body.warnings[0].reprice.body);
-      expect(res.body).toMatchObject({ repriced: 2, newlyPriced: 0, deltaByUnit: { USD: { costMicros: 2 * (1200 - 4500) } } });
+      expect(res.body).toMatchObject({
+        repriced: 2,
+        newlyPriced: 0,
+        deltaByUnit: { USD: { costMicros: 2 * (1200 - 4500) } },
+      });
     });
   });
 });

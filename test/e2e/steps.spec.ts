@@ -13,10 +13,24 @@ const traceId = `run-${randomUUID()}`;
 beforeAll(async () => {
   service = await startService();
   project = await createProject(service.url, ['ingest', 'guard', 'admin']);
-  readKey = (await call(service.url, 'POST', `/v1/admin/projects/${project.id}/keys`, { token: TEST_ADMIN_TOKEN, body: { scopes: ['read'] } })).body.key;
+  readKey = (
+    await call(service.url, 'POST', `/v1/admin/projects/${project.id}/keys`, {
+      token: TEST_ADMIN_TOKEN,
+      body: { scopes: ['read'] },
+    })
+  ).body.key;
   const now = Date.now();
-  const events = Array.from({ length: 5 }, (_, i) => stepEvent({ eventId: `s${i}`, traceId, occurredAt: new Date(now - (5 - i) * 60_000).toISOString(), durationMs: 100 * (i + 1) }));
-  expect((await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events } })).body.accepted).toBe(5);
+  const events = Array.from({ length: 5 }, (_, i) =>
+    stepEvent({
+      eventId: `s${i}`,
+      traceId,
+      occurredAt: new Date(now - (5 - i) * 60_000).toISOString(),
+      durationMs: 100 * (i + 1),
+    }),
+  );
+  expect((await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events } })).body.accepted).toBe(
+    5,
+  );
 });
 afterAll(() => service?.close());
 
@@ -30,13 +44,25 @@ test('a read key pages the steps newest first; another scope is refused; another
   const second = await get(`/v1/steps?limit=3&cursor=${first.body.nextCursor}`);
   expect(second.body).toMatchObject({ nextCursor: null });
   expect(second.body.steps.map((s: any) => s.eventId)).toEqual(['s1', 's0']);
-  expect(second.body.steps[0]).toMatchObject({ scopes: { traceId, resourceId: 'resource-1' }, model: 'gpt-4o', usage: { inputTokens: 1000, outputTokens: 200 }, durationMs: 200, unpriced: false, costUnit: 'USD' });
+  expect(second.body.steps[0]).toMatchObject({
+    scopes: { traceId, resourceId: 'resource-1' },
+    model: 'gpt-4o',
+    usage: { inputTokens: 1000, outputTokens: 200 },
+    durationMs: 200,
+    unpriced: false,
+    costUnit: 'USD',
+  });
 
   expect((await get('/v1/steps', project.key)).status).toBe(403);
   expect((await call(service.url, 'GET', '/v1/steps')).status).toBe(401);
   const other = await createProject(service.url, ['read']);
   expect((await get('/v1/steps', other.key)).body).toEqual({ steps: [], nextCursor: null });
-  expect((await get(`/v1/runs/${traceId}`, other.key)).body).toEqual({ traceId, steps: [], guard: [], truncated: false });
+  expect((await get(`/v1/runs/${traceId}`, other.key)).body).toEqual({
+    traceId,
+    steps: [],
+    guard: [],
+    truncated: false,
+  });
 });
 
 test('a run lists its steps oldest first; latency gives p50/p95 per model', async () => {
@@ -44,7 +70,9 @@ test('a run lists its steps oldest first; latency gives p50/p95 per model', asyn
   expect(run.status).toBe(200);
   expect(run.body.steps.map((s: any) => s.eventId)).toEqual(['s0', 's1', 's2', 's3', 's4']);
   const latency = await get(`/v1/steps/latency?traceId=${traceId}`);
-  expect(latency.body).toEqual({ models: [{ provider: 'openai', model: 'gpt-4o', steps: 5, p50: 300, p95: 500, max: 500 }] });
+  expect(latency.body).toEqual({
+    models: [{ provider: 'openai', model: 'gpt-4o', steps: 5, p50: 300, p95: 500, max: 500 }],
+  });
 });
 
 test.each([
@@ -52,7 +80,11 @@ test.each([
   ['limit=201', 'limit', 'limit must be at most 200'],
   ['limit=x', 'limit', 'limit must be a number'],
   ['cursor=nope', 'cursor', 'cursor must be a cursor this route returned (nextCursor)'],
-  [`cursor=${Buffer.from('1.2.3').toString('base64url')}`, 'cursor', 'cursor must be a cursor this route returned (nextCursor)'],
+  [
+    `cursor=${Buffer.from('1.2.3').toString('base64url')}`,
+    'cursor',
+    'cursor must be a cursor this route returned (nextCursor)',
+  ],
   ['from=yesterday', 'from', 'from must be an ISO-8601 timestamp with a time zone'],
   ['from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'to', 'to must not be before from'],
   ['unpriced=yes', 'unpriced', 'unpriced must be true or false'],
@@ -67,18 +99,44 @@ test.each([
 });
 
 test('the latency and run routes name their bad fields too', async () => {
-  expect((await get('/v1/steps/latency?unpriced=true')).body).toMatchObject({ code: 'validation_failed', field: 'unpriced' });
-  expect((await get('/v1/steps/latency?limit=101')).body).toMatchObject({ field: 'limit', message: 'limit must be at most 100' });
-  expect((await get(`/v1/runs/${traceId}?limit=1001`)).body).toMatchObject({ field: 'limit', message: 'limit must be at most 1000' });
+  expect((await get('/v1/steps/latency?unpriced=true')).body).toMatchObject({
+    code: 'validation_failed',
+    field: 'unpriced',
+  });
+  expect((await get('/v1/steps/latency?limit=101')).body).toMatchObject({
+    field: 'limit',
+    message: 'limit must be at most 100',
+  });
+  expect((await get(`/v1/runs/${traceId}?limit=1001`)).body).toMatchObject({
+    field: 'limit',
+    message: 'limit must be at most 1000',
+  });
   expect((await get(`/v1/runs/${'x'.repeat(257)}`)).body).toMatchObject({ field: 'traceId' });
 });
 
 test('the OpenAPI document describes every field the routes answer (the schemas strip nothing from real answers)', async () => {
   const reserved = await call(service.url, 'POST', '/v1/guard/check', {
     token: project.key,
-    body: { context: { traceId }, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, maxOutputTokens: 10 }, reserve: true, stepId: `step-${randomUUID()}`, limits: [{ scope: 'run', maxCost: 100 }] },
+    body: {
+      context: { traceId },
+      estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, maxOutputTokens: 10 },
+      reserve: true,
+      stepId: `step-${randomUUID()}`,
+      limits: [{ scope: 'run', maxCost: 100 }],
+    },
   });
-  await call(service.url, 'POST', '/v1/events', { token: project.key, body: { events: [stepEvent({ traceId, reservationId: reserved.body.reservation.id, usage: { inputTokens: 10, outputTokens: 10, cacheReadTokens: 2, reasoningTokens: 1 } })] } });
+  await call(service.url, 'POST', '/v1/events', {
+    token: project.key,
+    body: {
+      events: [
+        stepEvent({
+          traceId,
+          reservationId: reserved.body.reservation.id,
+          usage: { inputTokens: 10, outputTokens: 10, cacheReadTokens: 2, reasoningTokens: 1 },
+        }),
+      ],
+    },
+  });
   const steps = (await get('/v1/steps?limit=10')).body;
   expect(steps.steps.some((s: any) => s.reservation)).toBe(true);
   expect(stepsResponse.parse(steps)).toEqual(steps);
@@ -88,5 +146,6 @@ test('the OpenAPI document describes every field the routes answer (the schemas 
   const latency = (await get('/v1/steps/latency')).body;
   expect(latencyResponse.parse(latency)).toEqual(latency);
   const doc = (await call(service.url, 'GET', '/docs/json')).body;
-  for (const path of ['/v1/steps', '/v1/steps/latency', '/v1/runs/{traceId}']) expect(doc.paths[path].get.responses['200'].content['application/json'].schema).toBeDefined();
+  for (const path of ['/v1/steps', '/v1/steps/latency', '/v1/runs/{traceId}'])
+    expect(doc.paths[path].get.responses['200'].content['application/json'].schema).toBeDefined();
 });

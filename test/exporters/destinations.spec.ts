@@ -5,7 +5,9 @@ import type { RunningService } from '../support/service';
 import { eventually, startServiceWithWorker } from './support';
 
 /** A raw HTTP receiver on 127.0.0.1 that counts the connections it was opened and the bytes it wrote. */
-async function rawReceiver(handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void) {
+async function rawReceiver(
+  handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void,
+) {
   const stats = { connections: 0, requests: 0, bytesWritten: 0 };
   const sockets = new Set<Socket>();
   const server: Server = createServer((req, res) => {
@@ -27,14 +29,26 @@ async function rawReceiver(handle: (req: import('node:http').IncomingMessage, re
     url: `http://127.0.0.1:${port}`,
     stats,
     written: () => stats.bytesWritten + [...sockets].reduce((n, s) => n + s.bytesWritten, 0),
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
 const MARKER = 'internal-secret-marker-7f3a';
 
 const fastRetry = { maxAttempts: 1, initialBackoffMs: 50, maxBackoffMs: 100 };
-const webhook = (url: string, extra: Record<string, unknown> = {}) => ({ type: 'webhook', url, signingSecret: 'whsec-test-0123456789', batch: { maxEvents: 50, maxWaitMs: 20 }, retry: fastRetry, timeoutMs: 2000, ...extra });
+const webhook = (url: string, extra: Record<string, unknown> = {}) => ({
+  type: 'webhook',
+  url,
+  signingSecret: 'whsec-test-0123456789',
+  batch: { maxEvents: 50, maxWaitMs: 20 },
+  retry: fastRetry,
+  timeoutMs: 2000,
+  ...extra,
+});
 
 describe('exporter destinations: no private address unless the operator allows it', () => {
   let strict: RunningService;
@@ -48,7 +62,8 @@ describe('exporter destinations: no private address unless the operator allows i
     await Promise.all(closers.map((c) => c()));
   });
 
-  const put = (svc: RunningService, project: TestProject, name: string, body: unknown) => call(svc.url, 'PUT', `/v1/exporters/${name}`, { token: project.key, body });
+  const put = (svc: RunningService, project: TestProject, name: string, body: unknown) =>
+    call(svc.url, 'PUT', `/v1/exporters/${name}`, { token: project.key, body });
 
   it('refuses, when the exporter is saved, every spelling of a loopback, private, link-local or otherwise internal address, naming the field and why', async () => {
     const project = await createProject(strict.url);
@@ -100,8 +115,21 @@ describe('exporter destinations: no private address unless the operator allows i
     const id = `exp_${Date.now().toString(16)}`;
     await strict.prisma.exporter.create({
       data: {
-        id, projectId: project.id, name: 'legacy', type: 'otlp', checkpointTx: '0', checkpointPosition: 0n,
-        settings: { type: 'otlp', endpoint: sink.url, serviceName: 'tollgate', batch: { maxEvents: 50, maxBytes: 1 << 20, maxWaitMs: 20 }, retry: fastRetry, timeoutMs: 2000, pauseAfterFailures: 1 },
+        id,
+        projectId: project.id,
+        name: 'legacy',
+        type: 'otlp',
+        checkpointTx: '0',
+        checkpointPosition: 0n,
+        settings: {
+          type: 'otlp',
+          endpoint: sink.url,
+          serviceName: 'tollgate',
+          batch: { maxEvents: 50, maxBytes: 1 << 20, maxWaitMs: 20 },
+          retry: fastRetry,
+          timeoutMs: 2000,
+          pauseAfterFailures: 1,
+        },
       },
     });
     await call(strict.url, 'POST', '/v1/events', { token: project.key, body: { events: [stepEvent(), stepEvent()] } });
@@ -109,7 +137,9 @@ describe('exporter destinations: no private address unless the operator allows i
       const g = await call(strict.url, 'GET', '/v1/exporters/legacy', { token: project.key });
       return g.body.status === 'paused' ? g.body : null;
     }, 'the exporter paused');
-    expect(state.pausedReason).toContain(`POST ${sink.url}/v1/traces refused: the destination points at a loopback address`);
+    expect(state.pausedReason).toContain(
+      `POST ${sink.url}/v1/traces refused: the destination points at a loopback address`,
+    );
     expect(sink.stats.connections).toBe(0);
   });
 });
@@ -125,7 +155,8 @@ describe('what a tenant sees of a failed delivery', () => {
     await svc.close();
     await Promise.all(closers.map((c) => c()));
   });
-  const api = (project: TestProject, method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: project.key, body });
+  const api = (project: TestProject, method: string, path: string, body?: unknown) =>
+    call(svc.url, method, path, { token: project.key, body });
 
   /** Puts an exporter, sends it one event, returns its dead letter once there is one. */
   async function deadLetterOf(url: string, extra: Record<string, unknown> = {}) {
@@ -133,7 +164,11 @@ describe('what a tenant sees of a failed delivery', () => {
     const put = await api(project, 'PUT', '/v1/exporters/probe', webhook(url, { pauseAfterFailures: 1, ...extra }));
     expect(put.status).toBe(200);
     await api(project, 'POST', '/v1/events', { events: [stepEvent()] });
-    const dead = await eventually(async () => (await api(project, 'GET', '/v1/exporters/probe/dead-letters')).body.deadLetters?.[0], 'a dead letter', 15_000);
+    const dead = await eventually(
+      async () => (await api(project, 'GET', '/v1/exporters/probe/dead-letters')).body.deadLetters?.[0],
+      'a dead letter',
+      15_000,
+    );
     const state = (await api(project, 'GET', '/v1/exporters/probe')).body;
     return { lastError: dead.lastError as string, pausedReason: state.pausedReason as string, project };
   }
@@ -150,7 +185,11 @@ describe('what a tenant sees of a failed delivery', () => {
     const res = await api(project, 'PUT', '/v1/exporters/slow', webhook('http://127.0.0.1:9/', { timeoutMs: 120_000 }));
     expect([res.status, res.body.field]).toEqual([400, 'timeoutMs']);
     expect(res.body.message).toMatch(/at most 10000.*EXPORTS_MAX_TIMEOUT_MS/);
-    const ok = await api(project, 'PUT', '/v1/exporters/slow', { type: 'webhook', url: 'http://127.0.0.1:9/', signingSecret: 'whsec-test-0123456789' });
+    const ok = await api(project, 'PUT', '/v1/exporters/slow', {
+      type: 'webhook',
+      url: 'http://127.0.0.1:9/',
+      signingSecret: 'whsec-test-0123456789',
+    });
     expect([ok.status, ok.body.settings.timeoutMs]).toEqual([200, 10_000]);
   });
 
@@ -213,6 +252,8 @@ describe('what a tenant sees of a failed delivery', () => {
       errors.push(lastError.replace(r.url, '<url>'));
     }
     expect(new Set(errors).size).toBe(1);
-    expect(errors[0]).toBe('POST <url>/hook failed: no answer from the receiver (connection failed, was closed, or timed out) (after 1 attempts)');
+    expect(errors[0]).toBe(
+      'POST <url>/hook failed: no answer from the receiver (connection failed, was closed, or timed out) (after 1 attempts)',
+    );
   });
 });

@@ -1,6 +1,13 @@
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import type { RunningService } from '../support/service';
-import { acceptedEventIds, eventually, startReceiver, startServiceWithWorker, webhookExporter, type Receiver } from './support';
+import {
+  acceptedEventIds,
+  eventually,
+  startReceiver,
+  startServiceWithWorker,
+  webhookExporter,
+  type Receiver,
+} from './support';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -24,7 +31,8 @@ describe('export delivery is fair across projects', () => {
     await Promise.all(receivers.map((r) => r.close()));
   });
 
-  const api = (project: TestProject, method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: project.key, body });
+  const api = (project: TestProject, method: string, path: string, body?: unknown) =>
+    call(svc.url, method, path, { token: project.key, body });
   const ingest = async (project: TestProject, count: number) => {
     const res = await api(project, 'POST', '/v1/events', { events: Array.from({ length: count }, () => stepEvent()) });
     expect(res.body.accepted).toBe(count);
@@ -37,7 +45,12 @@ describe('export delivery is fair across projects', () => {
     const project = await createProject(svc.url);
     await ingest(project, 100);
     const started = Date.now();
-    const put = await api(project, 'PUT', '/v1/exporters/billing', webhookExporter(sink.url, { startFrom: 'beginning', batch: { maxEvents: 10, maxWaitMs: 0 } }));
+    const put = await api(
+      project,
+      'PUT',
+      '/v1/exporters/billing',
+      webhookExporter(sink.url, { startFrom: 'beginning', batch: { maxEvents: 10, maxWaitMs: 0 } }),
+    );
     expect(put.status).toBe(200);
     await eventually(() => new Set(acceptedEventIds(sink)).size === 100, 'the backlog delivered', 15_000);
     return Date.now() - started;
@@ -58,7 +71,12 @@ describe('export delivery is fair across projects', () => {
       });
       receivers.push(sink);
       slow.push(sink);
-      const put = await api(noisy, 'PUT', `/v1/exporters/slow-${i}`, webhookExporter(sink.url, { startFrom: 'beginning', timeoutMs: 10_000 }));
+      const put = await api(
+        noisy,
+        'PUT',
+        `/v1/exporters/slow-${i}`,
+        webhookExporter(sink.url, { startFrom: 'beginning', timeoutMs: 10_000 }),
+      );
       expect(put.status).toBe(200);
     }
     const open = () => slow.reduce((n, s) => n + s.requests.length, 0);
@@ -66,7 +84,9 @@ describe('export delivery is fair across projects', () => {
 
     const loaded = median([await deliveryTime(), await deliveryTime(), await deliveryTime()]);
     const held = open();
-    process.stdout.write(`fairness: another project's 100-event delivery alone ${alone} ms, with 6 slow sinks of one tenant ${loaded} ms (${(loaded / alone).toFixed(2)}x); slow requests held: ${held}\n`);
+    process.stdout.write(
+      `fairness: another project's 100-event delivery alone ${alone} ms, with 6 slow sinks of one tenant ${loaded} ms (${(loaded / alone).toFixed(2)}x); slow requests held: ${held}\n`,
+    );
     // Tenant A still had sinks running (it was not simply shut out).
     expect(held).toBeGreaterThanOrEqual(2);
     expect(loaded).toBeLessThanOrEqual(alone * 1.5);

@@ -3,7 +3,9 @@ import type { RunningService } from '../support/service';
 import { eventually, startReceiver, startServiceWithWorker, type Receiver } from './support';
 
 /** Checks an ExportTraceServiceRequest against the OTLP/JSON encoding rules; returns the spans. */
-function parseOtlpTraces(json: any): { resource: Record<string, unknown>; span: any; attrs: Record<string, unknown> }[] {
+function parseOtlpTraces(
+  json: any,
+): { resource: Record<string, unknown>; span: any; attrs: Record<string, unknown> }[] {
   const valueOf = (v: any): unknown => {
     const keys = Object.keys(v);
     expect(keys).toHaveLength(1);
@@ -54,19 +56,45 @@ describe('OTLP exporter, end to end', () => {
     const project = await createProject(svc.url);
     const put = await call(svc.url, 'PUT', '/v1/exporters/otel', {
       token: project.key,
-      body: { type: 'otlp', endpoint: collector.url, headers: { 'x-api-key': 'collector-key-1' }, serviceName: 'fallback-svc', batch: { maxEvents: 50, maxWaitMs: 50 } },
+      body: {
+        type: 'otlp',
+        endpoint: collector.url,
+        headers: { 'x-api-key': 'collector-key-1' },
+        serviceName: 'fallback-svc',
+        batch: { maxEvents: 50, maxWaitMs: 50 },
+      },
     });
     expect(put.status).toBe(200);
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const agentSpan = '00f067aa0ba902b7';
     const events = [
-      stepEvent({ traceId, spanId: agentSpan, threadId: 'thread-9', userId: 'user-3', sessionId: 'sess-1', serviceName: 'support-bot', environment: 'production', durationMs: 1500, finishReason: 'stop', usage: { inputTokens: 2000, outputTokens: 300, cacheReadTokens: 1000, cacheWriteTokens: 100, reasoningTokens: 50 } }),
+      stepEvent({
+        traceId,
+        spanId: agentSpan,
+        threadId: 'thread-9',
+        userId: 'user-3',
+        sessionId: 'sess-1',
+        serviceName: 'support-bot',
+        environment: 'production',
+        durationMs: 1500,
+        finishReason: 'stop',
+        usage: {
+          inputTokens: 2000,
+          outputTokens: 300,
+          cacheReadTokens: 1000,
+          cacheWriteTokens: 100,
+          reasoningTokens: 50,
+        },
+      }),
       stepEvent({ provider: 'anthropic', model: 'claude-sonnet-4-5', usage: { inputTokens: 10, outputTokens: 5 } }),
       stepEvent({ provider: 'acme', model: 'acme-large-9' }),
     ];
     expect((await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events } })).body.accepted).toBe(3);
 
-    await eventually(() => collector.requests.length >= 1 && collector.requests.flatMap((r) => parseOtlpTraces(r.json)).length === 3, 'three spans');
+    await eventually(
+      () => collector.requests.length >= 1 && collector.requests.flatMap((r) => parseOtlpTraces(r.json)).length === 3,
+      'three spans',
+    );
     const req = collector.requests[0];
     expect(req.path).toBe('/v1/traces');
     expect(req.headers['content-type']).toBe('application/json');
@@ -96,7 +124,9 @@ describe('OTLP exporter, end to end', () => {
       'tollgate.cost.currency': 'USD',
       'tollgate.cost.unpriced': false,
     });
-    expect(first.attrs['tollgate.cost.micros']).toBe(first.attrs['tollgate.cost.input_micros'] as number + (first.attrs['tollgate.cost.output_micros'] as number));
+    expect(first.attrs['tollgate.cost.micros']).toBe(
+      (first.attrs['tollgate.cost.input_micros'] as number) + (first.attrs['tollgate.cost.output_micros'] as number),
+    );
     expect(first.attrs['tollgate.cost.amount']).toBeCloseTo((first.attrs['tollgate.cost.micros'] as number) / 1e6, 9);
 
     const unpriced = byEvent.get(events[2].eventId)!;

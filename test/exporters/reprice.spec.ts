@@ -16,13 +16,34 @@ describe('a reprice, exported', () => {
 
   it('sends the correction as a StepRepriced event after the step, with the cost before and after; the step is not sent again', async () => {
     const project = await createProject(svc.url);
-    const api = (method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: project.key, body });
-    expect((await api('PUT', '/v1/exporters/billing', webhookExporter(sink.url, { eventTypes: ['StepUsageRecorded', 'StepRepriced'] }))).status).toBe(200);
+    const api = (method: string, path: string, body?: unknown) =>
+      call(svc.url, method, path, { token: project.key, body });
+    expect(
+      (
+        await api(
+          'PUT',
+          '/v1/exporters/billing',
+          webhookExporter(sink.url, { eventTypes: ['StepUsageRecorded', 'StepRepriced'] }),
+        )
+      ).status,
+    ).toBe(200);
     const at = Date.now() - 60_000;
-    const step = stepEvent({ provider: 'acme', model: 'acme-large', occurredAt: new Date(at).toISOString(), usage: { inputTokens: 1000, outputTokens: 200 } });
+    const step = stepEvent({
+      provider: 'acme',
+      model: 'acme-large',
+      occurredAt: new Date(at).toISOString(),
+      usage: { inputTokens: 1000, outputTokens: 200 },
+    });
     expect((await api('POST', '/v1/events', { events: [step] })).body.accepted).toBe(1);
-    await api('PUT', '/v1/prices/acme/acme-large', { effectiveFrom: new Date(at - 1000).toISOString(), inputPerMillion: 2, outputPerMillion: 8 });
-    const res = await api('POST', '/v1/prices/reprice', { from: new Date(at - 1000).toISOString(), to: new Date(at + 1).toISOString() });
+    await api('PUT', '/v1/prices/acme/acme-large', {
+      effectiveFrom: new Date(at - 1000).toISOString(),
+      inputPerMillion: 2,
+      outputPerMillion: 8,
+    });
+    const res = await api('POST', '/v1/prices/reprice', {
+      from: new Date(at - 1000).toISOString(),
+      to: new Date(at + 1).toISOString(),
+    });
     expect(res.body.repriced).toBe(1);
 
     const events = await eventually(() => {

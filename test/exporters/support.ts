@@ -38,7 +38,9 @@ export interface Receiver {
  * A real HTTP sink on 127.0.0.1: records every request (body first, as a receiver that
  * processed it) and answers the status that `answer` gives for the n-th request (from 0).
  */
-export async function startReceiver(answer: (n: number, req: ReceivedRequest) => number | Promise<number> = () => 200): Promise<Receiver> {
+export async function startReceiver(
+  answer: (n: number, req: ReceivedRequest) => number | Promise<number> = () => 200,
+): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -53,7 +55,14 @@ export async function startReceiver(answer: (n: number, req: ReceivedRequest) =>
       } catch {
         /* recorded as text */
       }
-      const entry: ReceivedRequest = { path: req.url ?? '/', headers: req.headers, body, json, status: 0, answered: false };
+      const entry: ReceivedRequest = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        body,
+        json,
+        status: 0,
+        answered: false,
+      };
       const n = requests.length;
       requests.push(entry);
       entry.status = await answer(n, entry);
@@ -72,17 +81,27 @@ export async function startReceiver(answer: (n: number, req: ReceivedRequest) =>
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** Event ids of every request the receiver accepted (2xx), in arrival order. */
 export function acceptedEventIds(r: Receiver): string[] {
-  return r.requests.filter((q) => q.status >= 200 && q.status < 300).flatMap((q) => (q.json?.events ?? []).map((e: { eventId: string }) => e.eventId));
+  return r.requests
+    .filter((q) => q.status >= 200 && q.status < 300)
+    .flatMap((q) => (q.json?.events ?? []).map((e: { eventId: string }) => e.eventId));
 }
 
 /** Polls until `check` returns a truthy value, or fails with what it saw last. */
-export async function eventually<T>(check: () => Promise<T> | T, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
+export async function eventually<T>(
+  check: () => Promise<T> | T,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -93,7 +112,10 @@ export async function eventually<T>(check: () => Promise<T> | T, what: string, t
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `Timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -1,7 +1,14 @@
 import { verifyWebhook } from '@tollgate/exporters';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import type { RunningService } from '../support/service';
-import { acceptedEventIds, eventually, startReceiver, startServiceWithWorker, webhookExporter, type Receiver } from './support';
+import {
+  acceptedEventIds,
+  eventually,
+  startReceiver,
+  startServiceWithWorker,
+  webhookExporter,
+  type Receiver,
+} from './support';
 
 describe('webhook exporter, end to end', () => {
   let svc: RunningService;
@@ -19,7 +26,8 @@ describe('webhook exporter, end to end', () => {
     receivers.push(r);
     return r;
   };
-  const api = (project: TestProject, method: string, path: string, body?: unknown) => call(svc.url, method, path, { token: project.key, body });
+  const api = (project: TestProject, method: string, path: string, body?: unknown) =>
+    call(svc.url, method, path, { token: project.key, body });
   const ingest = async (project: TestProject, count: number, overrides: Record<string, unknown> = {}) => {
     const events = Array.from({ length: count }, () => stepEvent(overrides));
     const res = await api(project, 'POST', '/v1/events', { events });
@@ -30,7 +38,12 @@ describe('webhook exporter, end to end', () => {
   it('delivers every event in signed batches, and GET shows the state without the secrets', async () => {
     const sink = await receiver();
     const project = await createProject(svc.url);
-    const put = await api(project, 'PUT', '/v1/exporters/billing', webhookExporter(sink.url, { headers: { authorization: 'Bearer sink-token-123' } }));
+    const put = await api(
+      project,
+      'PUT',
+      '/v1/exporters/billing',
+      webhookExporter(sink.url, { headers: { authorization: 'Bearer sink-token-123' } }),
+    );
     expect(put.status).toBe(200);
     expect(put.body.created).toBe(true);
     expect(JSON.stringify(put.body)).not.toMatch(/whsec-test|sink-token-123/);
@@ -41,15 +54,35 @@ describe('webhook exporter, end to end', () => {
 
     expect(acceptedEventIds(sink).sort()).toEqual([...ids].sort());
     for (const req of sink.requests) {
-      expect(verifyWebhook('whsec-test-0123456789', req.body, String(req.headers['x-tollgate-timestamp']), String(req.headers['x-tollgate-signature']))).toBe(true);
-      expect(verifyWebhook('another-secret-0000000', req.body, String(req.headers['x-tollgate-timestamp']), String(req.headers['x-tollgate-signature']))).toBe(false);
+      expect(
+        verifyWebhook(
+          'whsec-test-0123456789',
+          req.body,
+          String(req.headers['x-tollgate-timestamp']),
+          String(req.headers['x-tollgate-signature']),
+        ),
+      ).toBe(true);
+      expect(
+        verifyWebhook(
+          'another-secret-0000000',
+          req.body,
+          String(req.headers['x-tollgate-timestamp']),
+          String(req.headers['x-tollgate-signature']),
+        ),
+      ).toBe(false);
       expect(req.headers.authorization).toBe('Bearer sink-token-123');
       expect(req.headers['idempotency-key']).toBe(req.json.batchId);
       expect(req.json.events.length).toBeLessThanOrEqual(20);
       expect(req.json.exporter).toBe('billing');
     }
     const first = sink.requests[0].json.events[0];
-    expect(first).toMatchObject({ type: 'StepUsageRecorded', projectId: project.id, provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 1000, outputTokens: 200 } });
+    expect(first).toMatchObject({
+      type: 'StepUsageRecorded',
+      projectId: project.id,
+      provider: 'openai',
+      model: 'gpt-4o',
+      usage: { inputTokens: 1000, outputTokens: 200 },
+    });
     // gpt-4o: 1000 input at $2.50/M + 200 output at $10/M.
     expect(first.cost).toMatchObject({ micros: 4500, inputMicros: 2500, outputMicros: 2000, currency: 'USD' });
 
@@ -69,7 +102,12 @@ describe('webhook exporter, end to end', () => {
   it('retries a receiver that fails 3 times: every event arrives, duplicates only from the retried batch', async () => {
     const sink = await receiver((n) => (n < 3 ? 503 : 200));
     const project = await createProject(svc.url);
-    await api(project, 'PUT', '/v1/exporters/flaky', webhookExporter(sink.url, { batch: { maxEvents: 10, maxWaitMs: 50 } }));
+    await api(
+      project,
+      'PUT',
+      '/v1/exporters/flaky',
+      webhookExporter(sink.url, { batch: { maxEvents: 10, maxWaitMs: 50 } }),
+    );
     const ids = await ingest(project, 30);
     await eventually(() => new Set(acceptedEventIds(sink)).size === 30, 'all 30 events accepted');
 
@@ -86,7 +124,10 @@ describe('webhook exporter, end to end', () => {
     // Every event seen more than once is in that batch.
     const seen = new Map<string, number>();
     for (const r of sink.requests) for (const id of eventsOf(r)) seen.set(id, (seen.get(id) ?? 0) + 1);
-    const duplicated = [...seen].filter(([, n]) => n > 1).map(([id]) => id).sort();
+    const duplicated = [...seen]
+      .filter(([, n]) => n > 1)
+      .map(([id]) => id)
+      .sort();
     expect(duplicated).toEqual([...eventsOf(retried[0])].sort());
   });
 
@@ -94,7 +135,12 @@ describe('webhook exporter, end to end', () => {
     let accept = false;
     const sink = await receiver(() => (accept ? 200 : 400));
     const project = await createProject(svc.url);
-    await api(project, 'PUT', '/v1/exporters/strict', webhookExporter(sink.url, { batch: { maxEvents: 100, maxWaitMs: 50 } }));
+    await api(
+      project,
+      'PUT',
+      '/v1/exporters/strict',
+      webhookExporter(sink.url, { batch: { maxEvents: 100, maxWaitMs: 50 } }),
+    );
     const ids = await ingest(project, 5);
 
     const dead = await eventually(async () => {
@@ -114,21 +160,31 @@ describe('webhook exporter, end to end', () => {
     await eventually(() => acceptedEventIds(sink).length === 5, 'the retried batch delivered');
     expect(acceptedEventIds(sink).sort()).toEqual([...ids].sort());
     expect(sink.requests[1].headers['idempotency-key']).toBe(dead.id);
-    await eventually(async () => (await api(project, 'GET', '/v1/exporters/strict/dead-letters')).body.deadLetters.length === 0, 'dead-letter set empty');
+    await eventually(
+      async () => (await api(project, 'GET', '/v1/exporters/strict/dead-letters')).body.deadLetters.length === 0,
+      'dead-letter set empty',
+    );
   });
 
   it('pauses an exporter that keeps failing, shows why, and resumes where it stopped', async () => {
     let accept = false;
     const sink = await receiver(() => (accept ? 200 : 401));
     const project = await createProject(svc.url);
-    await api(project, 'PUT', '/v1/exporters/locked', webhookExporter(sink.url, { batch: { maxEvents: 2, maxWaitMs: 50 }, pauseAfterFailures: 2 }));
+    await api(
+      project,
+      'PUT',
+      '/v1/exporters/locked',
+      webhookExporter(sink.url, { batch: { maxEvents: 2, maxWaitMs: 50 }, pauseAfterFailures: 2 }),
+    );
     const ids = await ingest(project, 6);
 
     const paused = await eventually(async () => {
       const g = await api(project, 'GET', '/v1/exporters/locked');
       return g.body.status === 'paused' ? g.body : null;
     }, 'paused');
-    expect(paused.pausedReason).toMatch(/^2 batches in a row failed and were dead-lettered; last error: POST .* answered 401/);
+    expect(paused.pausedReason).toMatch(
+      /^2 batches in a row failed and were dead-lettered; last error: POST .* answered 401/,
+    );
     expect(paused.deadLetters).toEqual({ batches: 2, events: 4 });
     expect(paused.lag.events).toBe(2);
     expect(sink.requests).toHaveLength(2);
@@ -151,7 +207,9 @@ describe('webhook exporter, end to end', () => {
     await api(project, 'PUT', '/v1/exporters/replayed', webhookExporter(sink.url));
     const ids = await ingest(project, 10);
     await eventually(() => acceptedEventIds(sink).length === 10, 'first delivery');
-    const positions = new Map<string, number>(sink.requests.flatMap((r) => r.json.events.map((e: any) => [e.eventId, Number(e.position)] as [string, number])));
+    const positions = new Map<string, number>(
+      sink.requests.flatMap((r) => r.json.events.map((e: any) => [e.eventId, Number(e.position)] as [string, number])),
+    );
 
     const from = positions.get(ids[6])!;
     const replay = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromPosition: from });
@@ -160,23 +218,36 @@ describe('webhook exporter, end to end', () => {
     await eventually(() => acceptedEventIds(sink).length === 14, 'replayed events');
     expect(acceptedEventIds(sink).slice(10)).toEqual(ids.slice(6));
 
-    const byTime = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromTime: new Date(Date.now() - 3600_000).toISOString() });
+    const byTime = await api(project, 'POST', '/v1/exporters/replayed/replay', {
+      fromTime: new Date(Date.now() - 3600_000).toISOString(),
+    });
     expect(byTime.body.replay).toEqual({ rewound: true });
     await eventually(() => acceptedEventIds(sink).length === 24, 'replayed by time');
 
     const ahead = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromPosition: from + 1_000_000 });
     expect(ahead.body.replay).toEqual({ rewound: false });
-    const both = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromPosition: 1, fromTime: new Date().toISOString() });
+    const both = await api(project, 'POST', '/v1/exporters/replayed/replay', {
+      fromPosition: 1,
+      fromTime: new Date().toISOString(),
+    });
     expect(both.status).toBe(400);
     expect(both.body.field).toBe('fromPosition');
   });
 
   it('validates the configuration, needs the admin scope, and deletes', async () => {
     const project = await createProject(svc.url);
-    const bad = await api(project, 'PUT', '/v1/exporters/x', { type: 'webhook', url: 'ftp://example.com', signingSecret: 'whsec-test-0123456789' });
+    const bad = await api(project, 'PUT', '/v1/exporters/x', {
+      type: 'webhook',
+      url: 'ftp://example.com',
+      signingSecret: 'whsec-test-0123456789',
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe('url');
-    const short = await api(project, 'PUT', '/v1/exporters/x', { type: 'webhook', url: 'http://127.0.0.1:9/', signingSecret: 'short' });
+    const short = await api(project, 'PUT', '/v1/exporters/x', {
+      type: 'webhook',
+      url: 'http://127.0.0.1:9/',
+      signingSecret: 'short',
+    });
     expect(short.body.field).toBe('signingSecret');
     const badName = await api(project, 'PUT', '/v1/exporters/Bad%20Name', webhookExporter('http://127.0.0.1:9/'));
     expect(badName.body.field).toBe('name');
@@ -208,7 +279,8 @@ describe('webhook exporter, end to end', () => {
       'tollgate_projection_lag_events',
       'tollgate_exporter_batches_total',
       'tollgate_queue_job_failures_total',
-    ]) expect(text).toContain(name);
+    ])
+      expect(text).toContain(name);
     // Summed over tenants by default (per project and exporter only with METRICS_TENANT_LABELS=on: test/e2e/exposure.spec.ts).
     expect(text).not.toContain(project.id);
     expect(text).toMatch(/^tollgate_exporter_lag_events \d+$/m);
@@ -217,7 +289,9 @@ describe('webhook exporter, end to end', () => {
     expect(text).toMatch(/tollgate_db_pool_connections\{state="total"\} [1-9]/);
     expect(text).toMatch(/tollgate_db_pool_connections\{state="waiting"\} \d+/);
     expect(Number(/^tollgate_ingest_events_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(3);
-    expect(Number(/^tollgate_exporter_events_delivered_total\{type="webhook"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(
+      Number(/^tollgate_exporter_events_delivered_total\{type="webhook"\} (\d+)$/m.exec(text)?.[1]),
+    ).toBeGreaterThanOrEqual(3);
     expect(text).toMatch(/^tollgate_ingest_batch_duration_seconds_count\{status="200"\} [1-9]/m);
   });
 });
@@ -228,11 +302,17 @@ describe('exporter secrets without TOLLGATE_SECRET_KEY', () => {
     const svc = await startService();
     try {
       const project = await createProject(svc.url);
-      const res = await call(svc.url, 'PUT', '/v1/exporters/billing', { token: project.key, body: webhookExporter('http://127.0.0.1:9/') });
+      const res = await call(svc.url, 'PUT', '/v1/exporters/billing', {
+        token: project.key,
+        body: webhookExporter('http://127.0.0.1:9/'),
+      });
       expect(res.status).toBe(501);
       expect(res.body.code).toBe('not_configured');
       expect(res.body.message).toContain('TOLLGATE_SECRET_KEY');
-      const otlp = await call(svc.url, 'PUT', '/v1/exporters/traces', { token: project.key, body: { type: 'otlp', endpoint: 'http://127.0.0.1:9' } });
+      const otlp = await call(svc.url, 'PUT', '/v1/exporters/traces', {
+        token: project.key,
+        body: { type: 'otlp', endpoint: 'http://127.0.0.1:9' },
+      });
       expect(otlp.status).toBe(200);
       expect(otlp.body.secrets).toBeNull();
     } finally {

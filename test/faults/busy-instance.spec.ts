@@ -6,22 +6,41 @@ import { freePort } from '../sdk/support';
 import { buildOnce, newQueuePrefix, pg, processEnv, ServiceProcess, sleep } from './harness';
 
 /** One POST through node:http (a Buffer written as is: the client spends next to no CPU, so all 200 are in flight at once). */
-function post(url: string, key: string, body: Buffer, agent: Agent, timeoutMs: number): Promise<{ status: number; retryAfter: string | null; json: any }> {
+function post(
+  url: string,
+  key: string,
+  body: Buffer,
+  agent: Agent,
+  timeoutMs: number,
+): Promise<{ status: number; retryAfter: string | null; json: any }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/events`, { method: 'POST', agent, timeout: timeoutMs, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        let json: any = {};
-        try {
-          json = JSON.parse(Buffer.concat(chunks).toString());
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, json });
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      `${url}/v1/events`,
+      {
+        method: 'POST',
+        agent,
+        timeout: timeoutMs,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          let json: any = {};
+          try {
+            json = JSON.parse(Buffer.concat(chunks).toString());
+          } catch {
+            /* not JSON */
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: (res.headers['retry-after'] as string | undefined) ?? null,
+            json,
+          });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end(body);
@@ -72,7 +91,11 @@ function sampleReadiness(url: string, everyMs: number, timeoutMs: number) {
  * Sends the headers of a 1 MiB ingest request, then one byte a second: how long until the service
  * closes the connection (it should at HTTP_REQUEST_TIMEOUT_MS), or `null` if it has not after `giveUpMs`.
  */
-function slowBody(port: number, key: string, giveUpMs: number): Promise<{ closedAfterMs: number | null; answer: string }> {
+function slowBody(
+  port: number,
+  key: string,
+  giveUpMs: number,
+): Promise<{ closedAfterMs: number | null; answer: string }> {
   return new Promise((resolve) => {
     const started = performance.now();
     const socket = connect(port, '127.0.0.1');
@@ -88,7 +111,9 @@ function slowBody(port: number, key: string, giveUpMs: number): Promise<{ closed
     socket.on('data', (d) => (answer += String(d)));
     socket.on('close', () => finish(Math.round(performance.now() - started)));
     socket.on('error', () => undefined);
-    socket.write(`POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1048000\r\n\r\n`);
+    socket.write(
+      `POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1048000\r\n\r\n`,
+    );
   });
 }
 
@@ -109,7 +134,12 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
   beforeAll(async () => {
     buildOnce();
     // The per-key rate limit is off: the point is the instance's own limits, not a key's.
-    const env = { ...processEnv(newQueuePrefix()), DATABASE_POOL_SIZE: '20', RATE_LIMIT_PER_KEY_PER_SECOND: '0', HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) };
+    const env = {
+      ...processEnv(newQueuePrefix()),
+      DATABASE_POOL_SIZE: '20',
+      RATE_LIMIT_PER_KEY_PER_SECOND: '0',
+      HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    };
     api = new ServiceProcess('api', env, await freePort());
     await api.start();
     project = await createProject(api.url, ['ingest']);
@@ -122,7 +152,10 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
 
   it('200 concurrent 1 MiB batches: every readiness sample is 200; each batch is stored whole (200) or not at all (503 + Retry-After)', async () => {
     const run = randomUUID().slice(0, 8);
-    const batches = Array.from({ length: 200 }, (_, i) => ({ traceId: `busy-${run}-${i}`, body: Buffer.from(mebibyteBatch(`busy-${run}-${i}`)) }));
+    const batches = Array.from({ length: 200 }, (_, i) => ({
+      traceId: `busy-${run}-${i}`,
+      body: Buffer.from(mebibyteBatch(`busy-${run}-${i}`)),
+    }));
     const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
     const readiness = sampleReadiness(api.url, 100, READINESS_TIMEOUT_MS);
     await sleep(400);
@@ -131,9 +164,21 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
       batches.map(async ({ traceId, body }) => {
         try {
           const res = await post(api.url, project.key, body, agent, 45_000);
-          return { traceId, status: res.status as number | string, retryAfter: res.retryAfter, accepted: (res.json.accepted as number) ?? 0, ms: performance.now() - started };
+          return {
+            traceId,
+            status: res.status as number | string,
+            retryAfter: res.retryAfter,
+            accepted: (res.json.accepted as number) ?? 0,
+            ms: performance.now() - started,
+          };
         } catch (err) {
-          return { traceId, status: `error: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, retryAfter: null, accepted: 0, ms: performance.now() - started };
+          return {
+            traceId,
+            status: `error: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+            retryAfter: null,
+            accepted: 0,
+            ms: performance.now() - started,
+          };
         }
       }),
     );
@@ -142,7 +187,10 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
     agent.destroy();
 
     const stored = await pg(async (c) => {
-      const res = await c.query(`SELECT trace_id, count(*)::int AS n FROM events WHERE project_id = $1 AND trace_id LIKE $2 GROUP BY trace_id`, [project.id, `busy-${run}-%`]);
+      const res = await c.query(
+        `SELECT trace_id, count(*)::int AS n FROM events WHERE project_id = $1 AND trace_id LIKE $2 GROUP BY trace_id`,
+        [project.id, `busy-${run}-%`],
+      );
       return new Map(res.rows.map((r) => [r.trace_id as string, r.n as number]));
     });
     const byStatus = new Map<string, number>();
@@ -151,7 +199,12 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
     const slowest503 = Math.max(0, ...shed.map((a) => a.ms));
     figures.push(
       `  200 × 1 MiB at once: ${[...byStatus].map(([s, n]) => `${n} × ${s}`).join(', ')}; all answered within ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms (last 503 at ${Math.round(slowest503)} ms)`,
-      `  /health/ready during the load: ${samples.filter((s) => s.status === 200).length}/${samples.length} answered 200, slowest ${Math.max(...samples.map((s) => s.ms))} ms (${samples.map((s) => s.status).filter((s) => s !== 200).join(', ') || 'no failures'})`,
+      `  /health/ready during the load: ${samples.filter((s) => s.status === 200).length}/${samples.length} answered 200, slowest ${Math.max(...samples.map((s) => s.ms))} ms (${
+        samples
+          .map((s) => s.status)
+          .filter((s) => s !== 200)
+          .join(', ') || 'no failures'
+      })`,
     );
 
     expect(samples.length).toBeGreaterThanOrEqual(5);
@@ -160,7 +213,8 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
     // Some were taken and the rest refused: the instance neither fell over nor queued all of them.
     expect(byStatus.get('200') ?? 0).toBeGreaterThan(0);
     for (const a of shed) expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1);
-    for (const a of answers) expect([a.traceId, stored.get(a.traceId) ?? 0]).toEqual([a.traceId, a.status === 200 ? 1000 : 0]);
+    for (const a of answers)
+      expect([a.traceId, stored.get(a.traceId) ?? 0]).toEqual([a.traceId, a.status === 200 ? 1000 : 0]);
     for (const a of answers.filter((x) => x.status === 200)) expect(a.accepted).toBe(1000);
   }, 60_000);
 
@@ -177,7 +231,13 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
       Array.from({ length: 50 }, async () => {
         while (loading) {
           sent++;
-          await post(api.url, project.key, Buffer.from(body.replace(/"eventId":"evt-/g, `"eventId":"evt-${randomUUID().slice(0, 8)}-`)), agent, 30_000).catch(() => undefined);
+          await post(
+            api.url,
+            project.key,
+            Buffer.from(body.replace(/"eventId":"evt-/g, `"eventId":"evt-${randomUUID().slice(0, 8)}-`)),
+            agent,
+            30_000,
+          ).catch(() => undefined);
         }
       }),
     );
@@ -186,7 +246,9 @@ describe('faults: a busy API instance stays ready and sheds ingest at once', () 
     loading = false;
     await load;
     agent.destroy();
-    figures.push(`  slow body: closed after ${idle.closedAfterMs ?? 'more than ' + (REQUEST_TIMEOUT_MS + 6000)} ms idle, ${busy.closedAfterMs ?? 'more than ' + (REQUEST_TIMEOUT_MS + 6000)} ms busy (timeout ${REQUEST_TIMEOUT_MS} ms; answer: ${busy.answer || 'none'}; ${sent} batches sent meanwhile)`);
+    figures.push(
+      `  slow body: closed after ${idle.closedAfterMs ?? 'more than ' + (REQUEST_TIMEOUT_MS + 6000)} ms idle, ${busy.closedAfterMs ?? 'more than ' + (REQUEST_TIMEOUT_MS + 6000)} ms busy (timeout ${REQUEST_TIMEOUT_MS} ms; answer: ${busy.answer || 'none'}; ${sent} batches sent meanwhile)`,
+    );
     for (const r of [idle, busy]) {
       expect(r.closedAfterMs).not.toBeNull();
       expect(r.closedAfterMs!).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100);

@@ -43,14 +43,21 @@ export class ServiceProcess {
     if (!waitReady) return;
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (!this.running) throw new Error(`${this.kind} exited (${child.exitCode ?? child.signalCode}): ${this.output.slice(-2000)}`);
+      if (!this.running)
+        throw new Error(`${this.kind} exited (${child.exitCode ?? child.signalCode}): ${this.output.slice(-2000)}`);
       if (this.kind === 'worker') {
         // The worker has no port: alive for a second after boot is "up".
         await sleep(1000);
         if (this.running) return;
         continue;
       }
-      if (await fetch(`${this.url}/health/ready`).then((r) => r.ok, () => false)) return;
+      if (
+        await fetch(`${this.url}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return;
       await sleep(100);
     }
     throw new Error(`${this.kind} did not become ready: ${this.output.slice(-2000)}`);
@@ -71,7 +78,16 @@ export function buildOnce(): void {
 }
 
 export function processEnv(queuePrefix: string): Record<string, string> {
-  return { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, QUEUE_PREFIX: queuePrefix, TOLLGATE_SECRET_KEY: FAULTS_SECRET_KEY, EXPORTS_TICK_MS: '200', EXPORTS_LOCK_MS: '5000', TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1' };
+  return {
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    QUEUE_PREFIX: queuePrefix,
+    TOLLGATE_SECRET_KEY: FAULTS_SECRET_KEY,
+    EXPORTS_TICK_MS: '200',
+    EXPORTS_LOCK_MS: '5000',
+    TOLLGATE_EXPORTER_ALLOW_HOSTS: '127.0.0.1',
+  };
 }
 
 const FAULTS_SECRET_KEY = 'faults-secret-key-0123456789-0123456789';
@@ -171,7 +187,17 @@ export class Load {
           let step = 0;
           while (this.running) {
             for (let i = 0; i < this.perTick; i++) {
-              const id = c.events.record({ traceId: `faults-p${p}`, runId: `faults-p${p}-${Math.floor(step / 100)}`, resourceId: r.resourceId, entityType: 'agent', entityName: 'faults-agent', provider: 'openai', model: 'gpt-4o-mini', stepIndex: step++, usage: { inputTokens: 100 + (step % 37), outputTokens: 10 + (step % 11) } });
+              const id = c.events.record({
+                traceId: `faults-p${p}`,
+                runId: `faults-p${p}-${Math.floor(step / 100)}`,
+                resourceId: r.resourceId,
+                entityType: 'agent',
+                entityName: 'faults-agent',
+                provider: 'openai',
+                model: 'gpt-4o-mini',
+                stepIndex: step++,
+                usage: { inputTokens: 100 + (step % 37), outputTokens: 10 + (step % 11) },
+              });
               r.recorded.add(id);
             }
             await sleep(100);
@@ -185,7 +211,11 @@ export class Load {
         while (this.running) {
           r.guardChecks++;
           try {
-            const res = await guard.guard.check({ context: { resourceId: r.resourceId }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }], failMode: 'open' });
+            const res = await guard.guard.check({
+              context: { resourceId: r.resourceId },
+              limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }],
+              failMode: 'open',
+            });
             if (res.reason) r.guardFailOpen++;
           } catch {
             r.guardErrors++;
@@ -272,7 +302,11 @@ export function redisStop(): void {
 export async function ensureRedis(): Promise<void> {
   if (!redisUp()) {
     try {
-      execFileSync('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no'], { stdio: 'pipe' });
+      execFileSync(
+        'redis-server',
+        ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no'],
+        { stdio: 'pipe' },
+      );
     } catch {
       /* already starting */
     }

@@ -58,27 +58,40 @@ export async function replayRollups(env: Record<string, string>): Promise<void> 
  * project, its rollup rows are compared with those of a replay from position 0.
  */
 export async function compareWithRebuild(projectId: string, env: Record<string, string>): Promise<string[]> {
-  if (!(await waitUntil(async () => (await unprojected(projectId)) === 0, 60_000))) return [`${await unprojected(projectId)} events still unprojected 60 s after the load`];
+  if (!(await waitUntil(async () => (await unprojected(projectId)) === 0, 60_000)))
+    return [`${await unprojected(projectId)} events still unprojected 60 s after the load`];
   const live = await rollupRows(projectId);
   await replayRollups(env);
   // The replay stops at the commit-safe horizon; a long transaction elsewhere may hold it back.
-  if (!(await waitUntil(async () => (await unprojected(projectId)) === 0, 60_000))) return [`${await unprojected(projectId)} events unprojected 60 s after the replay`];
+  if (!(await waitUntil(async () => (await unprojected(projectId)) === 0, 60_000)))
+    return [`${await unprojected(projectId)} events unprojected 60 s after the replay`];
   const rebuilt = await rollupRows(projectId);
   if (live.length === 0) return ['the project has no rollup rows'];
   const liveSet = new Set(live);
   const rebuiltSet = new Set(rebuilt);
   const onlyLive = live.filter((r) => !rebuiltSet.has(r));
   const onlyRebuilt = rebuilt.filter((r) => !liveSet.has(r));
-  if (onlyLive.length || onlyRebuilt.length) return [`${onlyLive.length} live rollup rows differ from the rebuild (${onlyRebuilt.length} rebuilt rows unmatched), e.g. live ${onlyLive[0]} / rebuilt ${onlyRebuilt[0]}`];
+  if (onlyLive.length || onlyRebuilt.length)
+    return [
+      `${onlyLive.length} live rollup rows differ from the rebuild (${onlyRebuilt.length} rebuilt rows unmatched), e.g. live ${onlyLive[0]} / rebuilt ${onlyRebuilt[0]}`,
+    ];
   return [];
 }
 
 /** The metric aggregate of the project's totals (API, after catch-up) = the sum of the log. */
-export async function metricTotal(apiUrl: string, key: string, filters: Record<string, unknown> = {}): Promise<{ value: number | null; lag: number }> {
+export async function metricTotal(
+  apiUrl: string,
+  key: string,
+  filters: Record<string, unknown> = {},
+): Promise<{ value: number | null; lag: number }> {
   const res = await fetch(`${apiUrl}/api/observability/metrics/aggregate`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'], aggregation: 'sum', filters }),
+    body: JSON.stringify({
+      name: ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'],
+      aggregation: 'sum',
+      filters,
+    }),
   });
   const body = (await res.json()) as { value: number | null; lag: { events: number } };
   return { value: body.value, lag: body.lag?.events };
@@ -90,7 +103,14 @@ export async function exportTo(apiUrl: string, adminKey: string, name = 'faults-
   const res = await fetch(`${apiUrl}/v1/exporters/${name}`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify(webhookExporter(receiver.url, { batch: { maxEvents: 500, maxWaitMs: 100 }, retry: { maxAttempts: 50, initialBackoffMs: 100, maxBackoffMs: 1000 }, pauseAfterFailures: 1000, startFrom: 'beginning' })),
+    body: JSON.stringify(
+      webhookExporter(receiver.url, {
+        batch: { maxEvents: 500, maxWaitMs: 100 },
+        retry: { maxAttempts: 50, initialBackoffMs: 100, maxBackoffMs: 1000 },
+        pauseAfterFailures: 1000,
+        startFrom: 'beginning',
+      }),
+    ),
   });
   if (res.status !== 200) throw new Error(`PUT exporter: ${res.status} ${await res.text()}`);
   return receiver;
@@ -100,7 +120,11 @@ export async function exportTo(apiUrl: string, adminKey: string, name = 'faults-
  * Every stored event reached the receiver (at least once): the ids it accepted ⊇ the stored ids.
  * Returns the problems and, for the table, how many deliveries were repeats.
  */
-export async function receiverHasAll(receiver: Receiver, stored: Set<string>, timeoutMs = 60_000): Promise<{ problems: string[]; duplicates: number; received: number }> {
+export async function receiverHasAll(
+  receiver: Receiver,
+  stored: Set<string>,
+  timeoutMs = 60_000,
+): Promise<{ problems: string[]; duplicates: number; received: number }> {
   const missing = () => {
     const got = new Set(acceptedEventIds(receiver));
     return [...stored].filter((id) => !got.has(id));
@@ -110,7 +134,10 @@ export async function receiverHasAll(receiver: Receiver, stored: Set<string>, ti
   const unique = new Set(ids);
   const problems: string[] = [];
   const lost = missing();
-  if (lost.length) problems.push(`${lost.length} of ${stored.size} stored events never reached the receiver (e.g. ${lost.slice(0, 3).join(', ')})`);
+  if (lost.length)
+    problems.push(
+      `${lost.length} of ${stored.size} stored events never reached the receiver (e.g. ${lost.slice(0, 3).join(', ')})`,
+    );
   const strangers = [...unique].filter((id) => !stored.has(id));
   if (strangers.length) problems.push(`the receiver got ${strangers.length} events that are not in the log`);
   return { problems, duplicates: ids.length - unique.size, received: ids.length };

@@ -19,7 +19,12 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
   beforeAll(async () => {
     buildOnce();
     // A crashed worker's export job is taken over once its lock lapses: short here, so the test is quick.
-    env = { ...processEnv(newQueuePrefix()), DATABASE_POOL_SIZE: '30', GUARD_TIMEOUT_MS: '20000', EXPORTS_LOCK_MS: '3000' };
+    env = {
+      ...processEnv(newQueuePrefix()),
+      DATABASE_POOL_SIZE: '30',
+      GUARD_TIMEOUT_MS: '20000',
+      EXPORTS_LOCK_MS: '3000',
+    };
     apis = [new ServiceProcess('api', env, await freePort()), new ServiceProcess('api', env, await freePort())];
     workers = [new ServiceProcess('worker', env), new ServiceProcess('worker', env)];
     await Promise.all([...apis, ...workers].map((p) => p.start()));
@@ -43,7 +48,13 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
         const stepId = `agent-${n}-step-${step}`;
         const g = await call(apis[api].url, 'POST', '/v1/guard/check', {
           token: p.key,
-          body: { context: { resourceId, traceId: `run-${n}` }, limits: [{ scope: 'resource', window: '24h', maxCost: 1 }], estimate, reserve: true, stepId },
+          body: {
+            context: { resourceId, traceId: `run-${n}` },
+            limits: [{ scope: 'resource', window: '24h', maxCost: 1 }],
+            estimate,
+            reserve: true,
+            stepId,
+          },
         });
         expect(g.status).toBe(200);
         if (g.body.decision === 'deny') {
@@ -53,14 +64,38 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
         allowedBy[api] += 1;
         const res = await call(apis[1 - api].url, 'POST', '/v1/events', {
           token: p.key,
-          body: { events: [{ eventId: stepId, occurredAt: new Date().toISOString(), traceId: `run-${n}`, resourceId, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 4000, outputTokens: 2000 }, reservationId: g.body.reservation.id }] },
+          body: {
+            events: [
+              {
+                eventId: stepId,
+                occurredAt: new Date().toISOString(),
+                traceId: `run-${n}`,
+                resourceId,
+                entityType: 'agent',
+                provider: 'openai',
+                model: 'gpt-4o',
+                usage: { inputTokens: 4000, outputTokens: 2000 },
+                reservationId: g.body.reservation.id,
+              },
+            ],
+          },
         });
         expect(res.body.accepted).toBe(1);
       }
     };
     await Promise.all(Array.from({ length: 64 }, (_, n) => agent(n)));
-    const [row] = await pg(async (c) => (await c.query(`SELECT sum(cost_micros)::bigint AS cost, count(*)::int AS n FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`, [p.id])).rows);
-    figures.push(`guard race: allowed ${allowedBy[0] + allowedBy[1]} (API 1: ${allowedBy[0]}, API 2: ${allowedBy[1]}), denied ${denied}, committed ${row.n} steps = $${Number(row.cost) / 1e6}`);
+    const [row] = await pg(
+      async (c) =>
+        (
+          await c.query(
+            `SELECT sum(cost_micros)::bigint AS cost, count(*)::int AS n FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`,
+            [p.id],
+          )
+        ).rows,
+    );
+    figures.push(
+      `guard race: allowed ${allowedBy[0] + allowedBy[1]} (API 1: ${allowedBy[0]}, API 2: ${allowedBy[1]}), denied ${denied}, committed ${row.n} steps = $${Number(row.cost) / 1e6}`,
+    );
     expect([allowedBy[0] + allowedBy[1], denied, row.n, Number(row.cost)]).toEqual([33, 64, 33, 990_000]);
     expect(allowedBy[0] > 0 && allowedBy[1] > 0).toBe(true);
   }, 120_000);
@@ -75,12 +110,34 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
       project = await createProject(apis[0].url);
       receiver = await exportTo(apis[1].url, project.key, 'scale-out');
       // Two SDK producers, one per API process, 10 s of steady steps.
-      const clients = apis.map((api) => new TollgateClient({ baseUrl: api.url, apiKey: project.key, flushIntervalMs: 100, maxBatchSize: 200, retries: 50, maxRetryDelayMs: 500, onDrop: (d) => (dropped += d.events.length) }));
+      const clients = apis.map(
+        (api) =>
+          new TollgateClient({
+            baseUrl: api.url,
+            apiKey: project.key,
+            flushIntervalMs: 100,
+            maxBatchSize: 200,
+            retries: 50,
+            maxRetryDelayMs: 500,
+            onDrop: (d) => (dropped += d.events.length),
+          }),
+      );
       let running = true;
       const recorded: string[] = [];
       const loops = clients.map(async (c, i) => {
         for (let step = 0; running; step++) {
-          for (let k = 0; k < 10; k++) recorded.push(c.events.record({ traceId: `scale-${i}`, resourceId: 'scale-resource', entityType: 'agent', entityName: `agent-${k % 3}`, provider: 'openai', model: k % 2 ? 'gpt-4o' : 'gpt-4o-mini', usage: { inputTokens: 100 + (step % 50), outputTokens: 10 + k } }));
+          for (let k = 0; k < 10; k++)
+            recorded.push(
+              c.events.record({
+                traceId: `scale-${i}`,
+                resourceId: 'scale-resource',
+                entityType: 'agent',
+                entityName: `agent-${k % 3}`,
+                provider: 'openai',
+                model: k % 2 ? 'gpt-4o' : 'gpt-4o-mini',
+                usage: { inputTokens: 100 + (step % 50), outputTokens: 10 + k },
+              }),
+            );
           await sleep(50);
         }
       });
@@ -97,16 +154,33 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
     afterAll(() => receiver?.close());
 
     it('stores every acknowledged event once', async () => {
-      const rows = await pg(async (c) => (await c.query(`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = $1 GROUP BY event_id`, [project.id])).rows);
+      const rows = await pg(
+        async (c) =>
+          (
+            await c.query(`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = $1 GROUP BY event_id`, [
+              project.id,
+            ])
+          ).rows,
+      );
       expect([dropped, rows.length, rows.filter((r) => r.n > 1).length]).toEqual([0, acknowledged.size, 0]);
     });
 
     it('the surviving worker catches the projection up: lag 0, the metric total is the raw sum, the rollups equal a rebuild', async () => {
       const started = Date.now();
       expect(await waitUntil(async () => (await unprojected(project.id)) === 0, 60_000)).toBe(true);
-      const [{ tokens }] = await pg(async (c) => (await c.query(`SELECT sum(input_tokens + output_tokens)::bigint AS tokens FROM events WHERE project_id = $1`, [project.id])).rows);
+      const [{ tokens }] = await pg(
+        async (c) =>
+          (
+            await c.query(
+              `SELECT sum(input_tokens + output_tokens)::bigint AS tokens FROM events WHERE project_id = $1`,
+              [project.id],
+            )
+          ).rows,
+      );
       const total = await metricTotal(apis[0].url, project.key);
-      figures.push(`projection: caught up ${Date.now() - started} ms after the load; metric total ${total.value} = log sum ${tokens}`);
+      figures.push(
+        `projection: caught up ${Date.now() - started} ms after the load; metric total ${total.value} = log sum ${tokens}`,
+      );
       expect(total.value).toBe(Number(tokens));
       // Double counting by two workers would show here: a rebuild from the log counts each event once.
       expect(await compareWithRebuild(project.id, env)).toEqual([]);
@@ -125,7 +199,9 @@ describe('scale-out: 2 API processes and 2 workers on one PostgreSQL and one Red
       }
       const inTwoBatches = [...batchesOf.values()].filter((b) => b.size > 1).length;
       const batches = new Set(receiver.requests.map((q) => q.json?.batchId)).size;
-      figures.push(`exporter: ${acknowledged.size} events in ${batches} batches, ${received} deliveries (${duplicates} repeats), events in two different batches: ${inTwoBatches}`);
+      figures.push(
+        `exporter: ${acknowledged.size} events in ${batches} batches, ${received} deliveries (${duplicates} repeats), events in two different batches: ${inTwoBatches}`,
+      );
       expect(inTwoBatches).toBe(0);
       expect(workers[1].running).toBe(true);
     }, 120_000);

@@ -1,5 +1,14 @@
 import type { Receiver } from '../exporters/support';
-import { ensurePostgres, ensureRedis, postgres, redisStop, sleep, type Load, type LoadResult, type ServiceProcess } from './harness';
+import {
+  ensurePostgres,
+  ensureRedis,
+  postgres,
+  redisStop,
+  sleep,
+  type Load,
+  type LoadResult,
+  type ServiceProcess,
+} from './harness';
 import { compareWithRebuild, metricTotal, receiverHasAll } from './projections';
 
 /** What a scenario and the checks work with. */
@@ -50,9 +59,11 @@ export const LEDGER_CHECKS: LedgerCheck[] = [
       const acknowledged = [...r.recorded].filter((id) => !r.notAcknowledged.has(id));
       const lost = acknowledged.filter((id) => !ledger.rows.has(id));
       const twice = [...ledger.rows.values()].filter((n) => n > 1).length;
-      if (lost.length) problems.push(`${lost.length} acknowledged events are not in the log (e.g. ${lost.slice(0, 3).join(', ')})`);
+      if (lost.length)
+        problems.push(`${lost.length} acknowledged events are not in the log (e.g. ${lost.slice(0, 3).join(', ')})`);
       if (twice) problems.push(`${twice} events are in the log more than once`);
-      if (r.acknowledgedBySdk !== acknowledged.length) problems.push(`the SDK counted ${r.acknowledgedBySdk} acknowledgements for ${acknowledged.length} events`);
+      if (r.acknowledgedBySdk !== acknowledged.length)
+        problems.push(`the SDK counted ${r.acknowledgedBySdk} acknowledgements for ${acknowledged.length} events`);
       if (r.notAcknowledged.size) problems.push(`${r.notAcknowledged.size} events were dropped or rejected by the SDK`);
       return problems;
     },
@@ -63,11 +74,18 @@ export const LEDGER_CHECKS: LedgerCheck[] = [
       const res = await fetch(`${ctx.api.url}/v1/guard/check`, {
         method: 'POST',
         headers: { authorization: `Bearer ${r.project.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ context: { resourceId: r.resourceId }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }] }),
+        body: JSON.stringify({
+          context: { resourceId: r.resourceId },
+          limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1e12 }],
+        }),
       });
-      const body = (await res.json()) as { usage: Record<string, { totalTokens: number; reservedInputTokens: number }> };
+      const body = (await res.json()) as {
+        usage: Record<string, { totalTokens: number; reservedInputTokens: number }>;
+      };
       const usage = body.usage?.[`resource:${r.resourceId}@24h`];
-      return usage?.totalTokens === ledger.tokens ? [] : [`guard usage ${usage?.totalTokens} ≠ log sum ${ledger.tokens}`];
+      return usage?.totalTokens === ledger.tokens
+        ? []
+        : [`guard usage ${usage?.totalTokens} ≠ log sum ${ledger.tokens}`];
     },
   },
   {
@@ -75,7 +93,8 @@ export const LEDGER_CHECKS: LedgerCheck[] = [
     async check(ctx, r, ledger) {
       const problems = await compareWithRebuild(r.project.id, ctx.env);
       const total = await metricTotal(ctx.api.url, r.project.key, { resourceId: r.resourceId });
-      if (total.value !== ledger.tokens) problems.push(`metric aggregate ${total.value} ≠ log sum ${ledger.tokens} (lag ${total.lag})`);
+      if (total.value !== ledger.tokens)
+        problems.push(`metric aggregate ${total.value} ≠ log sum ${ledger.tokens} (lag ${total.lag})`);
       return problems;
     },
   },
@@ -100,13 +119,28 @@ async function probeWhile(ctx: FaultContext, until: () => boolean): Promise<Prob
   const probes: Probe[] = [];
   const key = ctx.load.result.project.key;
   const requests = [
-    () => fetch(`${ctx.api.url}/v1/policies`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(15_000) }),
+    () =>
+      fetch(`${ctx.api.url}/v1/policies`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: AbortSignal.timeout(15_000),
+      }),
     () =>
       fetch(`${ctx.api.url}/v1/events`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         // Invalid on purpose (no usage): it must never be stored, whatever the outage does.
-        body: JSON.stringify({ events: [{ eventId: `probe-${Date.now()}`, occurredAt: new Date().toISOString(), traceId: 'probe', entityType: 'agent', provider: 'openai', model: 'gpt-4o' }] }),
+        body: JSON.stringify({
+          events: [
+            {
+              eventId: `probe-${Date.now()}`,
+              occurredAt: new Date().toISOString(),
+              traceId: 'probe',
+              entityType: 'agent',
+              provider: 'openai',
+              model: 'gpt-4o',
+            },
+          ],
+        }),
         signal: AbortSignal.timeout(15_000),
       }),
   ];
@@ -117,7 +151,11 @@ async function probeWhile(ctx: FaultContext, until: () => boolean): Promise<Prob
       (r) => r,
       () => null,
     );
-    probes.push({ status: res ? res.status : 'no answer', ms: Date.now() - started, retryAfter: res?.headers.get('retry-after') ?? null });
+    probes.push({
+      status: res ? res.status : 'no answer',
+      ms: Date.now() - started,
+      retryAfter: res?.headers.get('retry-after') ?? null,
+    });
     await sleep(200);
   }
   return probes;
@@ -126,7 +164,9 @@ async function probeWhile(ctx: FaultContext, until: () => boolean): Promise<Prob
 function judgeProbes(ctx: FaultContext, probes: Probe[]): void {
   const by = new Map<string, number>();
   for (const p of probes) by.set(String(p.status), (by.get(String(p.status)) ?? 0) + 1);
-  ctx.notes.push(`probes ${[...by].map(([s, n]) => `${s}×${n}`).join(' ')}, slowest ${Math.max(0, ...probes.map((p) => p.ms))} ms`);
+  ctx.notes.push(
+    `probes ${[...by].map(([s, n]) => `${s}×${n}`).join(' ')}, slowest ${Math.max(0, ...probes.map((p) => p.ms))} ms`,
+  );
   for (const p of probes) {
     if (p.status === 'no answer') ctx.problems.push(`a request got no answer within 15 s (${p.ms} ms)`);
     else if (p.status >= 500 && p.status !== 503) ctx.problems.push(`a request got ${p.status}`);
@@ -159,7 +199,8 @@ export const SCENARIOS: Scenario[] = [
         await ctx.worker.start(false);
       }
       await sleep(3000);
-      if (!ctx.worker.running) ctx.problems.push(`the worker did not stay up after the 10th restart: ${ctx.worker.output.slice(-500)}`);
+      if (!ctx.worker.running)
+        ctx.problems.push(`the worker did not stay up after the 10th restart: ${ctx.worker.output.slice(-500)}`);
       ctx.notes.push(`worker started ${ctx.worker.starts}× in all`);
     },
   },
@@ -175,12 +216,20 @@ export const SCENARIOS: Scenario[] = [
         const during = ctx.load.acknowledgedSoFar - before;
         ctx.notes.push(`${during} events acknowledged while Redis was down`);
         if (during === 0) ctx.problems.push('ingest stopped committing while Redis was down');
-        if (ctx.load.result.guardFailOpen > failOpenBefore) ctx.problems.push(`${ctx.load.result.guardFailOpen - failOpenBefore} guard checks fell back to failMode while Redis was down`);
+        if (ctx.load.result.guardFailOpen > failOpenBefore)
+          ctx.problems.push(
+            `${ctx.load.result.guardFailOpen - failOpenBefore} guard checks fell back to failMode while Redis was down`,
+          );
       } finally {
         await ensureRedis();
       }
       const started = Date.now();
-      while (!(await fetch(`${ctx.api.url}/health/ready`).then((r) => r.ok, () => false))) {
+      while (
+        !(await fetch(`${ctx.api.url}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        ))
+      ) {
         if (Date.now() - started > 30_000) {
           ctx.problems.push('the API was not ready 30 s after Redis came back');
           break;
@@ -188,7 +237,8 @@ export const SCENARIOS: Scenario[] = [
         await sleep(200);
       }
       ctx.notes.push(`API ready again ${Date.now() - started} ms after Redis was back`);
-      if (!ctx.worker.running) ctx.problems.push(`the worker exited during the Redis outage: ${ctx.worker.output.slice(-500)}`);
+      if (!ctx.worker.running)
+        ctx.problems.push(`the worker exited during the Redis outage: ${ctx.worker.output.slice(-500)}`);
     },
   },
   {
@@ -207,8 +257,10 @@ export const SCENARIOS: Scenario[] = [
       await sleep(2000);
       done = true;
       judgeProbes(ctx, await probing);
-      if (!ctx.api.running) ctx.problems.push(`the API exited during the PostgreSQL outage: ${ctx.api.output.slice(-500)}`);
-      if (!ctx.worker.running) ctx.problems.push(`the worker exited during the PostgreSQL outage: ${ctx.worker.output.slice(-500)}`);
+      if (!ctx.api.running)
+        ctx.problems.push(`the API exited during the PostgreSQL outage: ${ctx.api.output.slice(-500)}`);
+      if (!ctx.worker.running)
+        ctx.problems.push(`the worker exited during the PostgreSQL outage: ${ctx.worker.output.slice(-500)}`);
     },
   },
 ];

@@ -1,4 +1,11 @@
-import { EventPartitions, LOG_START, PrismaService, checkpointAfter, readEventsAfter, type Checkpoint } from '@tollgate/database';
+import {
+  EventPartitions,
+  LOG_START,
+  PrismaService,
+  checkpointAfter,
+  readEventsAfter,
+  type Checkpoint,
+} from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../support/env';
@@ -40,9 +47,15 @@ describe('the event log (real PostgreSQL)', () => {
    * reader back until it ends: wait for that, then read once and compare exactly.
    */
   async function readSettled(projectId: string, from: Checkpoint = LOG_START) {
-    const [{ mine }] = await prisma.$queryRawUnsafe<{ mine: string }[]>('SELECT max(tx)::text AS mine FROM events WHERE project_id = $1', projectId);
+    const [{ mine }] = await prisma.$queryRawUnsafe<{ mine: string }[]>(
+      'SELECT max(tx)::text AS mine FROM events WHERE project_id = $1',
+      projectId,
+    );
     for (let i = 0; i < 300; i++) {
-      const [{ ok }] = await prisma.$queryRawUnsafe<{ ok: boolean }[]>('SELECT $1::xid8 < pg_snapshot_xmin(pg_current_snapshot()) AS ok', mine);
+      const [{ ok }] = await prisma.$queryRawUnsafe<{ ok: boolean }[]>(
+        'SELECT $1::xid8 < pg_snapshot_xmin(pg_current_snapshot()) AS ok',
+        mine,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -114,7 +127,9 @@ describe('the event log (real PostgreSQL)', () => {
     const partitions = new EventPartitions(prisma);
     const names = await partitions.ensureAhead(new Date(Date.UTC(2031, 10, 20)), 2);
     expect(names).toEqual(['events_2031_11', 'events_2031_12', 'events_2032_01']);
-    const racers = Array.from({ length: 5 }, () => new EventPartitions(prisma).ensureFor([new Date(Date.UTC(2011, 1, 3))]));
+    const racers = Array.from({ length: 5 }, () =>
+      new EventPartitions(prisma).ensureFor([new Date(Date.UTC(2011, 1, 3))]),
+    );
     await Promise.all(racers);
     const rows = await prisma.$queryRawUnsafe<{ name: string; bounds: string }[]>(
       `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bounds

@@ -11,7 +11,9 @@ import { Client } from 'pg';
  * `postgres` OS user (initdb refuses root).
  */
 export function pgBinDir(): string {
-  const versions = readdirSync('/usr/lib/postgresql').filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`)).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync('/usr/lib/postgresql')
+    .filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))
+    .sort((a, b) => Number(b) - Number(a));
   if (!versions.length) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql/*/bin');
   return `/usr/lib/postgresql/${versions[0]}/bin`;
 }
@@ -23,7 +25,8 @@ function pg(bin: string, args: string[], timeoutMs = 60_000): string {
   const cmd = join(pgBinDir(), bin);
   const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
   const r = spawnSync(file, argv, { encoding: 'utf8', timeout: timeoutMs, cwd: '/tmp' });
-  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stdout}${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stdout}${r.stderr}`);
   return r.stdout;
 }
 
@@ -43,7 +46,8 @@ function server(dir: string, port: number, socketDir: string): PgServer {
     dir,
     port,
     url: (db = 'postgres') => `postgresql://postgres@127.0.0.1:${port}/${db}`,
-    start: () => void pg('pg_ctl', ['-D', dir, '-l', log, '-w', '-t', '60', '-o', `-p ${port} -k ${socketDir}`, 'start']),
+    start: () =>
+      void pg('pg_ctl', ['-D', dir, '-l', log, '-w', '-t', '60', '-o', `-p ${port} -k ${socketDir}`, 'start']),
     stop: (mode = 'fast') => {
       if (existsSync(join(dir, 'postmaster.pid'))) pg('pg_ctl', ['-D', dir, '-m', mode, '-w', '-t', '60', 'stop']);
     },
@@ -67,7 +71,8 @@ export function portFree(port: number): boolean {
 }
 
 export async function makePrimary(primaryPort: number, replicaPort: number): Promise<ReplicaPair> {
-  for (const port of [primaryPort, replicaPort]) if (!portFree(port)) throw new Error(`port ${port} is in use: the replica test needs it free`);
+  for (const port of [primaryPort, replicaPort])
+    if (!portFree(port)) throw new Error(`port ${port} is in use: the replica test needs it free`);
   const root = mkdtempSync('/tmp/tollgate-replica-');
   if (asRoot) execFileSync('chown', ['postgres:postgres', root]);
   const primaryDir = join(root, 'primary');
@@ -98,9 +103,32 @@ export async function makePrimary(primaryPort: number, replicaPort: number): Pro
     primary,
     replica,
     async makeReplica() {
-      pg('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', replicaDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'], 120_000);
+      pg(
+        'pg_basebackup',
+        [
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(primaryPort),
+          '-U',
+          'postgres',
+          '-D',
+          replicaDir,
+          '-R',
+          '-X',
+          'stream',
+          '-c',
+          'fast',
+          '--no-sync',
+        ],
+        120_000,
+      );
       replica.start();
-      await waitFor(async () => (await one<{ r: boolean }>(replica.url(), 'SELECT pg_is_in_recovery() AS r'))?.r === true, 'the replica in recovery', 30_000);
+      await waitFor(
+        async () => (await one<{ r: boolean }>(replica.url(), 'SELECT pg_is_in_recovery() AS r'))?.r === true,
+        'the replica in recovery',
+        30_000,
+      );
     },
     destroy() {
       for (const s of [replica, primary]) {
@@ -140,6 +168,11 @@ export async function waitFor(check: () => Promise<boolean>, what: string, timeo
 /** Waits until the replica has replayed everything the primary had written when called. */
 export async function replayed(pair: ReplicaPair, timeoutMs = 20_000): Promise<void> {
   const lsn = (await one<{ lsn: string }>(pair.primary.url(), 'SELECT pg_current_wal_lsn()::text AS lsn'))!.lsn;
-  await waitFor(async () => (await one<{ ok: boolean }>(pair.replica.url(), `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok`, [lsn]))?.ok === true, `the replica to replay up to ${lsn}`, timeoutMs);
+  await waitFor(
+    async () =>
+      (await one<{ ok: boolean }>(pair.replica.url(), `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok`, [lsn]))
+        ?.ok === true,
+    `the replica to replay up to ${lsn}`,
+    timeoutMs,
+  );
 }
-

@@ -28,7 +28,11 @@ describe('metric queries on a streaming replica', () => {
     await applyMigrations(db, migrationsDir());
     await pair.makeReplica();
     const prefix = `tollgate-replica-${randomBytes(4).toString('hex')}`;
-    onReplica = await startService({ DATABASE_URL: db, DATABASE_READ_URL: pair.replica.url('tollgate'), QUEUE_PREFIX: prefix });
+    onReplica = await startService({
+      DATABASE_URL: db,
+      DATABASE_READ_URL: pair.replica.url('tollgate'),
+      QUEUE_PREFIX: prefix,
+    });
     onPrimary = await startService({ DATABASE_URL: db, QUEUE_PREFIX: prefix });
     p = await createProject(onReplica.url);
   }, 180_000);
@@ -67,7 +71,11 @@ describe('metric queries on a streaming replica', () => {
   const check = async (resourceId: string) => {
     const res = await call(onReplica.url, 'POST', '/v1/guard/check', {
       token: p.key,
-      body: { context: { resourceId }, limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1_000_000 }], estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 } },
+      body: {
+        context: { resourceId },
+        limits: [{ scope: 'resource', window: '24h', maxTotalTokens: 1_000_000 }],
+        estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, maxOutputTokens: 1 },
+      },
     });
     expect(res.status).toBe(200);
     return res.body.usage[`resource:${resourceId}@24h`].totalTokens as number;
@@ -75,7 +83,18 @@ describe('metric queries on a streaming replica', () => {
 
   it('answers exactly what the primary answers, read from the replica', async () => {
     const models = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4'];
-    await ingest(Array.from({ length: 60 }, (_, i) => stepEvent({ model: models[i % 3], provider: i % 3 === 2 ? 'anthropic' : 'openai', entityName: `agent-${i % 4}`, resourceId: 'r-1', usage: { inputTokens: 100 + i, outputTokens: 7 * i }, occurredAt: new Date(Date.now() - i * 600_000).toISOString() })));
+    await ingest(
+      Array.from({ length: 60 }, (_, i) =>
+        stepEvent({
+          model: models[i % 3],
+          provider: i % 3 === 2 ? 'anthropic' : 'openai',
+          entityName: `agent-${i % 4}`,
+          resourceId: 'r-1',
+          usage: { inputTokens: 100 + i, outputTokens: 7 * i },
+          occurredAt: new Date(Date.now() - i * 600_000).toISOString(),
+        }),
+      ),
+    );
     await projectAll();
     await ingest([stepEvent({ resourceId: 'r-1', usage: { inputTokens: 5, outputTokens: 5 } })]); // one left in the log's tail
     await replayed(pair);
@@ -98,7 +117,11 @@ describe('metric queries on a streaming replica', () => {
     const tokensBefore = await check('r-1');
 
     await one(pair.replica.url(), 'SELECT pg_wal_replay_pause()');
-    await waitFor(async () => (await one<{ s: string }>(pair.replica.url(), 'SELECT pg_get_wal_replay_pause_state() AS s'))?.s === 'paused', 'replay paused');
+    await waitFor(
+      async () =>
+        (await one<{ s: string }>(pair.replica.url(), 'SELECT pg_get_wal_replay_pause_state() AS s'))?.s === 'paused',
+      'replay paused',
+    );
     const step = stepEvent({ resourceId: 'r-1', usage: { inputTokens: 1000, outputTokens: 234 } });
     await ingest([step]);
     // The guard reads the primary: the step counts the moment its ingest answered.

@@ -29,7 +29,13 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
     const resourceId = `res-${randomUUID()}`;
     const { stdout } = await promisify(execFile)(process.execPath, [join(__dirname, 'mastra/scenarios.mjs'), name], {
       cwd: ROOT,
-      env: { ...process.env, TOLLGATE_URL: svc.url, TOLLGATE_KEY: project.key, TOLLGATE_SDK_DIST: dist, RESOURCE_ID: resourceId },
+      env: {
+        ...process.env,
+        TOLLGATE_URL: svc.url,
+        TOLLGATE_KEY: project.key,
+        TOLLGATE_SDK_DIST: dist,
+        RESOURCE_ID: resourceId,
+      },
       encoding: 'utf8',
     });
     const lines = stdout.trim().split('\n');
@@ -41,12 +47,29 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
     expect(out.text).toBe('It is sunny in Paris.');
     expect(out.usage).toEqual({ inputTokens: 2700, outputTokens: 72 });
     const rows = await eventRows(project.id);
-    expect(rows.map((r) => [r.step_index, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.reasoning_tokens, r.finish_reason])).toEqual([
+    expect(
+      rows.map((r) => [
+        r.step_index,
+        r.input_tokens,
+        r.output_tokens,
+        r.cache_read_tokens,
+        r.reasoning_tokens,
+        r.finish_reason,
+      ]),
+    ).toEqual([
       [0, 1200, 60, 400, 20, 'tool-calls'],
       [1, 1500, 12, 0, 0, 'stop'],
     ]);
     for (const r of rows) {
-      expect(r).toMatchObject({ resource_id: resourceId, thread_id: 'thread-1', entity_type: 'agent', entity_name: 'weather-agent', provider: 'openai', model: 'gpt-4o', reservation_id: null });
+      expect(r).toMatchObject({
+        resource_id: resourceId,
+        thread_id: 'thread-1',
+        entity_type: 'agent',
+        entity_name: 'weather-agent',
+        provider: 'openai',
+        model: 'gpt-4o',
+        reservation_id: null,
+      });
     }
     // Both steps belong to one run; without Mastra tracing, the run stands for the trace.
     expect(rows[0].run_id).toEqual(expect.any(String));
@@ -59,7 +82,17 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
     expect(out.configured).toBe(true);
     expect(out.stats).toMatchObject({ accepted: 2, duplicates: 1, rejected: 0, dropped: 0 });
     const rows = await eventRows(project.id);
-    expect(rows.map((r) => [r.event_id, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.resource_id, r.run_id, r.trace_id])).toEqual([
+    expect(
+      rows.map((r) => [
+        r.event_id,
+        r.input_tokens,
+        r.output_tokens,
+        r.cache_read_tokens,
+        r.resource_id,
+        r.run_id,
+        r.trace_id,
+      ]),
+    ).toEqual([
       ['mastra:trace-x/span-1', 900, 90, 300, resourceId, 'run-x', 'trace-x'],
       ['mastra:trace-x/span-2', 50, 5, 0, resourceId, 'run-x', 'trace-x'],
     ]);
@@ -68,8 +101,14 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
   it('applies the caller’s fail mode when the guard cannot be reached: fail-closed is a TripWire before any model call', async () => {
     const { out } = await scenario('fail-closed');
     expect(out.modelCalls).toBe(0);
-    expect(out.tripwire).toMatchObject({ processorId: 'tollgate-step', retry: false, metadata: { decision: { decision: 'deny' } } });
-    expect(out.tripwire.metadata.decision.reason).toMatch(/^guard unavailable \(network_error\): fail-closed applied by the SDK/);
+    expect(out.tripwire).toMatchObject({
+      processorId: 'tollgate-step',
+      retry: false,
+      metadata: { decision: { decision: 'deny' } },
+    });
+    expect(out.tripwire.metadata.decision.reason).toMatch(
+      /^guard unavailable \(network_error\): fail-closed applied by the SDK/,
+    );
   }, 60_000);
 
   // Waits for the metrics merge: fails with a clear message until POST /api/observability/metrics/aggregate exists.
@@ -78,7 +117,17 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
       const probe = await createProject(svc.url, ['read']);
       await requireRoute(svc.url, 'POST', '/api/observability/metrics/aggregate', probe.key, 'metrics');
       const { resourceId, out } = await scenario('cost-control');
-      expect(out.blocked).toMatchObject({ processorId: 'token-cost-control', retry: false, metadata: { processorId: 'token-cost-control', scope: 'resource', scopeKey: `resource:${resourceId}`, maxCost: 0.01, threshold: 'hard' } });
+      expect(out.blocked).toMatchObject({
+        processorId: 'token-cost-control',
+        retry: false,
+        metadata: {
+          processorId: 'token-cost-control',
+          scope: 'resource',
+          scopeKey: `resource:${resourceId}`,
+          maxCost: 0.01,
+          threshold: 'hard',
+        },
+      });
       expect(out.blocked.reason).toMatch(/^Cost control: estimated cost limit exceeded \(0\.025\d*\/0\.01\)$/);
       expect(out.fresh).toBeNull();
     }, 60_000);
@@ -101,7 +150,18 @@ describe('Mastra agents reporting through @tollgate/sdk/mastra', () => {
       const probe = await createProject(svc.url, ['guard']);
       await requireRoute(svc.url, 'POST', '/v1/guard/check', probe.key, 'guard');
       const { resourceId, out } = await scenario('guard-deny');
-      expect(out.tripwire).toMatchObject({ processorId: 'tollgate-step', retry: false, metadata: { decision: { decision: 'deny', violations: [expect.objectContaining({ scope: 'resource', scopeKey: `resource:${resourceId}`, limitType: 'cost' })] } } });
+      expect(out.tripwire).toMatchObject({
+        processorId: 'tollgate-step',
+        retry: false,
+        metadata: {
+          decision: {
+            decision: 'deny',
+            violations: [
+              expect.objectContaining({ scope: 'resource', scopeKey: `resource:${resourceId}`, limitType: 'cost' }),
+            ],
+          },
+        },
+      });
     }, 60_000);
   });
 });

@@ -8,7 +8,12 @@ import { startService, type RunningService } from '../support/service';
 import { ROOT, countEvents } from './support';
 
 const run = (cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) =>
-  execFileSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(cmd, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 // Asynchronous: the service under test runs in this process and must answer meanwhile.
 const runAsync = async (args: string[], cwd: string, env: Record<string, string>) =>
@@ -56,9 +61,17 @@ describe('@tollgate/sdk as a package', () => {
     const pkg = JSON.parse(readFileSync(join(scratch, 'node_modules/@tollgate/sdk/package.json'), 'utf8'));
     expect(Object.keys(pkg.dependencies)).toEqual(['zod']);
     expect(existsSync(join(scratch, 'node_modules/zod'))).toBe(true);
-    for (const absent of ['@nestjs/core', '@prisma/client', '@mastra/core']) expect(existsSync(join(scratch, 'node_modules', absent))).toBe(false);
+    for (const absent of ['@nestjs/core', '@prisma/client', '@mastra/core'])
+      expect(existsSync(join(scratch, 'node_modules', absent))).toBe(false);
     // Declarations ship for both builds, and the contracts are compiled in, not referenced.
-    for (const f of ['dist/cjs/sdk/src/index.d.ts', 'dist/esm/sdk/src/index.d.ts', 'dist/cjs/contracts/src/step-event.js', 'dist/esm/sdk/src/mastra/index.js', 'dist/esm/sdk/src/ai-sdk/index.js', 'dist/cjs/sdk/src/ai-sdk/index.d.ts']) {
+    for (const f of [
+      'dist/cjs/sdk/src/index.d.ts',
+      'dist/esm/sdk/src/index.d.ts',
+      'dist/cjs/contracts/src/step-event.js',
+      'dist/esm/sdk/src/mastra/index.js',
+      'dist/esm/sdk/src/ai-sdk/index.js',
+      'dist/cjs/sdk/src/ai-sdk/index.d.ts',
+    ]) {
       expect(existsSync(join(scratch, 'node_modules/@tollgate/sdk', f))).toBe(true);
     }
   });
@@ -75,14 +88,23 @@ describe('@tollgate/sdk as a package', () => {
 
   it('loads @tollgate/sdk/ai-sdk with require and import, without the ai package installed', () => {
     expect(existsSync(join(scratch, 'node_modules/ai'))).toBe(false);
-    writeFileSync(join(scratch, 'ai-sdk.cjs'), `const m = require('@tollgate/sdk/ai-sdk'); console.log(typeof m.tollgateMiddleware, new m.TollgateGuardDeniedError({ decision: 'deny', violations: [], reason: 'x' }).code);`);
-    writeFileSync(join(scratch, 'ai-sdk.mjs'), `import { tollgateMiddleware } from '@tollgate/sdk/ai-sdk'; import { TollgateClient } from '@tollgate/sdk'; const mw = tollgateMiddleware({ client: new TollgateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k' }) }); console.log(mw.specificationVersion, mw.middlewareVersion);`);
+    writeFileSync(
+      join(scratch, 'ai-sdk.cjs'),
+      `const m = require('@tollgate/sdk/ai-sdk'); console.log(typeof m.tollgateMiddleware, new m.TollgateGuardDeniedError({ decision: 'deny', violations: [], reason: 'x' }).code);`,
+    );
+    writeFileSync(
+      join(scratch, 'ai-sdk.mjs'),
+      `import { tollgateMiddleware } from '@tollgate/sdk/ai-sdk'; import { TollgateClient } from '@tollgate/sdk'; const mw = tollgateMiddleware({ client: new TollgateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k' }) }); console.log(mw.specificationVersion, mw.middlewareVersion);`,
+    );
     expect(run('node', ['ai-sdk.cjs'], scratch).trim()).toBe('function guard_denied');
     expect(run('node', ['ai-sdk.mjs'], scratch).trim()).toBe('v3 v2');
   });
 
   it('says what is missing when @tollgate/sdk/mastra is used without @mastra/core', () => {
-    writeFileSync(join(scratch, 'mastra.cjs'), `try { require('@tollgate/sdk/mastra'); console.log('loaded'); } catch (e) { console.log(e.code); }`);
+    writeFileSync(
+      join(scratch, 'mastra.cjs'),
+      `try { require('@tollgate/sdk/mastra'); console.log('loaded'); } catch (e) { console.log(e.code); }`,
+    );
     expect(run('node', ['mastra.cjs'], scratch).trim()).toBe('MODULE_NOT_FOUND');
   });
 });

@@ -42,7 +42,13 @@ describe('SDK end to end: events.record against the real service', () => {
     await produce(client, 'steady', 100, 1);
     await client.shutdown();
     expect(drops).toEqual([]);
-    expect(client.events.stats).toMatchObject({ accepted: 10_000, duplicates: 0, rejected: 0, dropped: 0, buffered: 0 });
+    expect(client.events.stats).toMatchObject({
+      accepted: 10_000,
+      duplicates: 0,
+      rejected: 0,
+      dropped: 0,
+      buffered: 0,
+    });
     expect(await countEvents(project.id)).toBe(10_000);
   });
 
@@ -50,10 +56,24 @@ describe('SDK end to end: events.record against the real service', () => {
     const project = await createProject(svc.url, ['read']);
     const drops: DroppedEvents[] = [];
     const client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key, onDrop: (d) => drops.push(d) });
-    expect(() => client.events.record({ traceId: 't', entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 10, outputTokens: 20, reasoningTokens: 30 } })).toThrow(
+    expect(() =>
+      client.events.record({
+        traceId: 't',
+        entityType: 'agent',
+        provider: 'openai',
+        model: 'gpt-4o',
+        usage: { inputTokens: 10, outputTokens: 20, reasoningTokens: 30 },
+      }),
+    ).toThrow(
       'Invalid step event: usage.reasoningTokens must not exceed outputTokens (it is a part of it, not added on top)',
     );
-    client.events.record({ traceId: 't', entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: 10, outputTokens: 20 } });
+    client.events.record({
+      traceId: 't',
+      entityType: 'agent',
+      provider: 'openai',
+      model: 'gpt-4o',
+      usage: { inputTokens: 10, outputTokens: 20 },
+    });
     await client.shutdown();
     // A key without the ingest scope: refused for good, never retried.
     expect(drops).toHaveLength(1);
@@ -75,7 +95,13 @@ describe('SDK end to end: the service restarts while agents record', () => {
     const project = await createProject(api.url, ['ingest']);
     const drops: DroppedEvents[] = [];
     let retries = 0;
-    const client = new TollgateClient({ baseUrl: api.url, apiKey: project.key, flushIntervalMs: 200, onDrop: (d) => drops.push(d), onRetry: () => retries++ });
+    const client = new TollgateClient({
+      baseUrl: api.url,
+      apiKey: project.key,
+      flushIntervalMs: 200,
+      onDrop: (d) => drops.push(d),
+      onRetry: () => retries++,
+    });
     // About 5 s of recording: 8 producers, 25 events every 100 ms each.
     const producing = produce(client, 'restart', 25, 100);
     await sleep(1500);

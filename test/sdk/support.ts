@@ -47,7 +47,16 @@ export class ApiProcess {
     this.stderr = '';
     const child = spawn(process.execPath, [join(ROOT, 'dist/apps/api/src/main.js')], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, PORT: String(this.port), HOST: '127.0.0.1', TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, QUEUE_PREFIX: this.queuePrefix, LOG_LEVEL: 'error' },
+      env: {
+        ...process.env,
+        DATABASE_URL: TEST_DATABASE_URL,
+        REDIS_URL: TEST_REDIS_URL,
+        PORT: String(this.port),
+        HOST: '127.0.0.1',
+        TOLLGATE_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        QUEUE_PREFIX: this.queuePrefix,
+        LOG_LEVEL: 'error',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     child.stderr!.on('data', (d) => (this.stderr += String(d)));
@@ -55,7 +64,10 @@ export class ApiProcess {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`API exited with ${child.exitCode}: ${this.stderr}`);
-      const ok = await fetch(`${this.url}/health/ready`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.url}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       await sleep(100);
     }
@@ -77,7 +89,10 @@ export async function countEvents(projectId: string, where = 'TRUE', params: unk
   const pg = new Client({ connectionString: TEST_DATABASE_URL });
   await pg.connect();
   try {
-    const res = await pg.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND ${where}`, [projectId, ...params]);
+    const res = await pg.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND ${where}`, [
+      projectId,
+      ...params,
+    ]);
     return res.rows[0].n;
   } finally {
     await pg.end();
@@ -101,9 +116,21 @@ export async function eventRows(projectId: string): Promise<any[]> {
 }
 
 /** Fails with a clear message when a route another issue adds is not on this service yet. */
-export async function requireRoute(base: string, method: string, path: string, token: string, waitsFor: string): Promise<void> {
-  const res = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: method === 'GET' ? undefined : '{}' });
+export async function requireRoute(
+  base: string,
+  method: string,
+  path: string,
+  token: string,
+  waitsFor: string,
+): Promise<void> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: method === 'GET' ? undefined : '{}',
+  });
   if (res.status === 404) {
-    throw new Error(`${method} ${path} is not on this service yet (404): this test waits for the ${waitsFor} merge. It is expected to fail until then, and must pass after it.`);
+    throw new Error(
+      `${method} ${path} is not on this service yet (404): this test waits for the ${waitsFor} merge. It is expected to fail until then, and must pass after it.`,
+    );
   }
 }

@@ -8,7 +8,12 @@ export interface Reply<T = any> {
 }
 
 /** A JSON request to the service under test, as any HTTP client would send it. */
-export async function call<T = any>(base: string, method: string, path: string, opts: { token?: string; body?: unknown; raw?: string | Buffer; contentType?: string } = {}): Promise<Reply<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string | Buffer; contentType?: string } = {},
+): Promise<Reply<T>> {
   const headers: Record<string, string> = {};
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | Buffer | undefined;
@@ -37,11 +42,23 @@ export interface TestProject {
 }
 
 /** A new project with one key of the given scopes; every test gets its own. */
-export async function createProject(base: string, scopes: string[] = ['ingest', 'guard', 'read', 'admin'], extra: Record<string, unknown> = {}): Promise<TestProject> {
-  const project = await call(base, 'POST', '/v1/admin/projects', { token: TEST_ADMIN_TOKEN, body: { name: `test ${randomUUID()}`, ...extra } });
-  if (project.status !== 201 && project.status !== 200) throw new Error(`create project: ${project.status} ${JSON.stringify(project.body)}`);
-  const key = await call(base, 'POST', `/v1/admin/projects/${project.body.id}/keys`, { token: TEST_ADMIN_TOKEN, body: { scopes } });
-  if (key.status !== 201 && key.status !== 200) throw new Error(`create key: ${key.status} ${JSON.stringify(key.body)}`);
+export async function createProject(
+  base: string,
+  scopes: string[] = ['ingest', 'guard', 'read', 'admin'],
+  extra: Record<string, unknown> = {},
+): Promise<TestProject> {
+  const project = await call(base, 'POST', '/v1/admin/projects', {
+    token: TEST_ADMIN_TOKEN,
+    body: { name: `test ${randomUUID()}`, ...extra },
+  });
+  if (project.status !== 201 && project.status !== 200)
+    throw new Error(`create project: ${project.status} ${JSON.stringify(project.body)}`);
+  const key = await call(base, 'POST', `/v1/admin/projects/${project.body.id}/keys`, {
+    token: TEST_ADMIN_TOKEN,
+    body: { scopes },
+  });
+  if (key.status !== 201 && key.status !== 200)
+    throw new Error(`create key: ${key.status} ${JSON.stringify(key.body)}`);
   return { id: project.body.id, key: key.body.key, keyId: key.body.id };
 }
 

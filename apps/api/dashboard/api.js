@@ -2,8 +2,13 @@
 const KEY = 'tollgate.readKey';
 
 export const session = {
-  get key() { return sessionStorage.getItem(KEY); },
-  set key(v) { if (v) sessionStorage.setItem(KEY, v); else sessionStorage.removeItem(KEY); },
+  get key() {
+    return sessionStorage.getItem(KEY);
+  },
+  set key(v) {
+    if (v) sessionStorage.setItem(KEY, v);
+    else sessionStorage.removeItem(KEY);
+  },
 };
 
 export class ApiError extends Error {
@@ -15,7 +20,9 @@ export class ApiError extends Error {
 }
 
 let lagListener = () => {};
-export const onLag = (fn) => { lagListener = fn; };
+export const onLag = (fn) => {
+  lagListener = fn;
+};
 
 export async function api(method, path, body, key = session.key) {
   const res = await fetch(path, {

@@ -33,7 +33,9 @@ export function href(path, query = parseHash().query, extra = {}) {
 
 function setQuery(changes) {
   const { page, params, query } = parseHash();
-  for (const [k, v] of Object.entries(changes)) if (v === null) query.delete(k); else query.set(k, v);
+  for (const [k, v] of Object.entries(changes))
+    if (v === null) query.delete(k);
+    else query.set(k, v);
   location.hash = `#/${[page, ...params].map(encodeURIComponent).join('/')}?${query}`;
 }
 
@@ -154,7 +156,11 @@ function showSignIn(message = '') {
       route();
     } catch (err) {
       error.textContent =
-        err instanceof ApiError && err.status === 401 ? 'That key is not valid.' : err instanceof ApiError && err.status === 403 ? 'That key does not have the read scope.' : `Could not sign in: ${err.message}`;
+        err instanceof ApiError && err.status === 401
+          ? 'That key is not valid.'
+          : err instanceof ApiError && err.status === 403
+            ? 'That key does not have the read scope.'
+            : `Could not sign in: ${err.message}`;
     }
   };
   document.getElementById('key').focus();

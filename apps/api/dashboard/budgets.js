@@ -13,7 +13,9 @@ export async function renderBudgets(el, { range, href }) {
   }
   const now = Date.now();
   // For each limit: the scopes with the most usage in the policy's window, as the metric routes count it.
-  const limits = policies.flatMap((p) => LIMIT_TYPES.filter((l) => p[l.field] !== undefined).map((l) => ({ policy: p, ...l, limit: p[l.field] })));
+  const limits = policies.flatMap((p) =>
+    LIMIT_TYPES.filter((l) => p[l.field] !== undefined).map((l) => ({ policy: p, ...l, limit: p[l.field] })),
+  );
   const cache = new Map();
   const usageOf = (l) => {
     const col = SCOPE_FILTER[l.policy.scope];
@@ -21,7 +23,12 @@ export async function renderBudgets(el, { range, href }) {
     const key = `${col}|${span}|${l.names}`;
     if (!cache.has(key)) {
       const timestamp = { start: new Date(now - span).toISOString(), end: new Date(now).toISOString() };
-      cache.set(key, metrics.breakdown({ name: l.names, groupBy: [col], aggregation: 'sum', filters: { timestamp }, limit: 1000 }).then((r) => ({ timestamp, groups: r.groups.filter((g) => g.dimensions[col] !== null) })));
+      cache.set(
+        key,
+        metrics
+          .breakdown({ name: l.names, groupBy: [col], aggregation: 'sum', filters: { timestamp }, limit: 1000 })
+          .then((r) => ({ timestamp, groups: r.groups.filter((g) => g.dimensions[col] !== null) })),
+      );
     }
     return cache.get(key);
   };

@@ -7,7 +7,10 @@ const css = (name) => getComputedStyle(document.documentElement).getPropertyValu
  * A chart in `el`: `xs` in epoch seconds, `series` [{ label, values, color?, dash?, fill? }],
  * `thresholds` [{ label, value, color }] drawn as flat lines across the chart.
  */
-export function lineChart(el, { xs, series, thresholds = [], format = String, height = 240, points = false, spanGaps = false }) {
+export function lineChart(
+  el,
+  { xs, series, thresholds = [], format = String, height = 240, points = false, spanGaps = false },
+) {
   el.replaceChildren();
   const data = [xs, ...series.map((s) => s.values), ...thresholds.map((t) => xs.map(() => t.value))];
   const opts = {
@@ -15,10 +18,19 @@ export function lineChart(el, { xs, series, thresholds = [], format = String, he
     height,
     legend: { show: true },
     cursor: { points: { size: 6 } },
-    scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max, ...thresholds.map((t) => t.value)) * 1.08 || 1] } },
+    scales: {
+      x: { time: true },
+      y: { range: (u, min, max) => [0, Math.max(max, ...thresholds.map((t) => t.value)) * 1.08 || 1] },
+    },
     axes: [
       { stroke: css('--muted'), grid: { stroke: css('--line'), width: 1 }, ticks: { show: false } },
-      { stroke: css('--muted'), grid: { stroke: css('--line'), width: 1 }, ticks: { show: false }, size: 64, values: (u, vals) => vals.map((v) => format(v, true)) },
+      {
+        stroke: css('--muted'),
+        grid: { stroke: css('--line'), width: 1 },
+        ticks: { show: false },
+        size: 64,
+        values: (u, vals) => vals.map((v) => format(v, true)),
+      },
     ],
     series: [
       {},
@@ -32,7 +44,14 @@ export function lineChart(el, { xs, series, thresholds = [], format = String, he
         spanGaps,
         value: (u, v) => (v === null || v === undefined ? '—' : format(v)),
       })),
-      ...thresholds.map((t) => ({ label: t.label, stroke: t.color, width: 1.5, dash: [6, 4], points: { show: false }, value: () => format(t.value) })),
+      ...thresholds.map((t) => ({
+        label: t.label,
+        stroke: t.color,
+        width: 1.5,
+        dash: [6, 4],
+        points: { show: false },
+        value: () => format(t.value),
+      })),
     ],
   };
   const chart = new uPlot(opts, data, el);

@@ -4,7 +4,11 @@ const locale = undefined; // the browser's
 const intFmt = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
 const compactFmt = new Intl.NumberFormat(locale, { notation: 'compact', maximumFractionDigits: 1 });
 const pctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1 });
-const signedPctFmt = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 1, signDisplay: 'exceptZero' });
+const signedPctFmt = new Intl.NumberFormat(locale, {
+  style: 'percent',
+  maximumFractionDigits: 1,
+  signDisplay: 'exceptZero',
+});
 const timesFmt = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const dateTimeFmt = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
 const moneyFmts = new Map();
@@ -19,10 +23,18 @@ function moneyFormat(unit) {
   if (!moneyFmts.has(unit)) {
     let fmt;
     try {
-      fmt = new Intl.NumberFormat(locale, { style: 'currency', currency: unit, minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max });
+      fmt = new Intl.NumberFormat(locale, {
+        style: 'currency',
+        currency: unit,
+        minimumFractionDigits: MONEY_DIGITS.min,
+        maximumFractionDigits: MONEY_DIGITS.max,
+      });
     } catch {
       // Not an ISO 4217 code (e.g. "credits"): a plain number followed by the unit.
-      const plain = new Intl.NumberFormat(locale, { minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max });
+      const plain = new Intl.NumberFormat(locale, {
+        minimumFractionDigits: MONEY_DIGITS.min,
+        maximumFractionDigits: MONEY_DIGITS.max,
+      });
       fmt = { format: (v) => `${plain.format(v)} ${unit}` };
     }
     moneyFmts.set(unit, fmt);
@@ -38,7 +50,10 @@ export function money(amount, unit) {
 }
 
 function intlNumber(v) {
-  return new Intl.NumberFormat(locale, { minimumFractionDigits: MONEY_DIGITS.min, maximumFractionDigits: MONEY_DIGITS.max }).format(v);
+  return new Intl.NumberFormat(locale, {
+    minimumFractionDigits: MONEY_DIGITS.min,
+    maximumFractionDigits: MONEY_DIGITS.max,
+  }).format(v);
 }
 
 export const int = (v) => (v === null || v === undefined ? '—' : intFmt.format(v));
@@ -70,7 +85,10 @@ export function duration(ms) {
 }
 
 export function escapeHtml(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  return String(s).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
 }
 
 /**
@@ -82,7 +100,9 @@ export function unpriced(u, testId = 'unpriced') {
   if (!u || !u.unpricedSteps) return '';
   const whole = u.estimatedCost === null || u.estimatedCost === undefined;
   const steps = `${int(u.unpricedSteps)} step${u.unpricedSteps === 1 ? '' : 's'}`;
-  return `<div class="unpriced" data-testid="${testId}" data-steps="${u.unpricedSteps}" data-tokens="${u.unpricedTokens}" title="${escapeHtml(`${steps} without a price: their tokens are not in the cost`)}">`
-    + `<span class="badge warn" data-testid="${testId}-badge">${whole ? 'no price' : 'partly unpriced'}</span> `
-    + `<span><span data-testid="${testId}-tokens">${int(u.unpricedTokens)} tokens</span> unpriced</span></div>`;
+  return (
+    `<div class="unpriced" data-testid="${testId}" data-steps="${u.unpricedSteps}" data-tokens="${u.unpricedTokens}" title="${escapeHtml(`${steps} without a price: their tokens are not in the cost`)}">` +
+    `<span class="badge warn" data-testid="${testId}-badge">${whole ? 'no price' : 'partly unpriced'}</span> ` +
+    `<span><span data-testid="${testId}-tokens">${int(u.unpricedTokens)} tokens</span> unpriced</span></div>`
+  );
 }

@@ -19,7 +19,12 @@ export async function renderLatency(el, { range, href }) {
   const charted = models.slice(0, CHARTED);
   const series = await Promise.all(
     charted.map((m) =>
-      percentiles({ name: 'mastra_model_duration_ms', percentiles: [0.5, 0.95], interval, filters: { timestamp, ...(m.provider ? { provider: m.provider } : {}), ...(m.model ? { model: m.model } : {}) } }),
+      percentiles({
+        name: 'mastra_model_duration_ms',
+        percentiles: [0.5, 0.95],
+        interval,
+        filters: { timestamp, ...(m.provider ? { provider: m.provider } : {}), ...(m.model ? { model: m.model } : {}) },
+      }),
     ),
   );
   const name = (m) => `${m.provider ?? '—'} / ${m.model ?? '—'}`;

@@ -16,7 +16,12 @@ export async function renderOverview(el, { range, href }) {
     metrics.aggregate({ name: TOKENS, aggregation: 'sum', filters, comparePeriod: 'previous_period' }),
     metrics.aggregate({ name: STEPS, aggregation: 'count', filters, comparePeriod: 'previous_period' }),
     metrics.timeseries({ name: TOKENS, interval: range.interval, aggregation: 'sum', filters }),
-    metrics.timeseries({ name: TOKENS, interval: range.interval, aggregation: 'sum', filters: { timestamp: { start: prevStart.toISOString(), end: timestamp.start } } }),
+    metrics.timeseries({
+      name: TOKENS,
+      interval: range.interval,
+      aggregation: 'sum',
+      filters: { timestamp: { start: prevStart.toISOString(), end: timestamp.start } },
+    }),
     top(['provider', 'model']),
     top(['resourceId']),
     top(['entityName']),
@@ -33,9 +38,22 @@ export async function renderOverview(el, { range, href }) {
   const tokenDelta = change(totals.changePercent);
   const stepDelta = change(steps.changePercent);
   const tables = [
-    topTable('models', 'Top models', models.groups, { name: (d) => `${d.provider ?? '—'} / ${d.model ?? '—'}`, link: (d) => d.model && href('steps', undefined, { model: d.model, ...(d.provider ? { provider: d.provider } : {}) }), fallbackUnit: unit }),
-    topTable('resources', 'Top resources', resources.groups, { name: (d) => d.resourceId ?? '(no resource)', link: (d) => d.resourceId && href(`scope/resource/${encodeURIComponent(d.resourceId)}`), fallbackUnit: unit }),
-    topTable('agents', 'Top agents', agents.groups, { name: (d) => d.entityName ?? '(unnamed)', link: (d) => d.entityName && href('steps', undefined, { entityName: d.entityName }), fallbackUnit: unit }),
+    topTable('models', 'Top models', models.groups, {
+      name: (d) => `${d.provider ?? '—'} / ${d.model ?? '—'}`,
+      link: (d) =>
+        d.model && href('steps', undefined, { model: d.model, ...(d.provider ? { provider: d.provider } : {}) }),
+      fallbackUnit: unit,
+    }),
+    topTable('resources', 'Top resources', resources.groups, {
+      name: (d) => d.resourceId ?? '(no resource)',
+      link: (d) => d.resourceId && href(`scope/resource/${encodeURIComponent(d.resourceId)}`),
+      fallbackUnit: unit,
+    }),
+    topTable('agents', 'Top agents', agents.groups, {
+      name: (d) => d.entityName ?? '(unnamed)',
+      link: (d) => d.entityName && href('steps', undefined, { entityName: d.entityName }),
+      fallbackUnit: unit,
+    }),
   ];
   el.innerHTML = `
     <div class="page-head"><h1>Overview</h1><span class="muted">${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())}</span></div>
@@ -63,8 +81,17 @@ export async function renderOverview(el, { range, href }) {
       xs,
       format: fmtCost,
       series: [
-        { label: 'This period', values: onBuckets(cur, bs, range.bucketMs, (p) => p.estimatedCost), fill: colors.fill() },
-        { label: 'Previous period', values: onBuckets(prev, bs, range.bucketMs, (p) => p.estimatedCost, range.spanMs), color: colors.prev(), dash: [5, 4] },
+        {
+          label: 'This period',
+          values: onBuckets(cur, bs, range.bucketMs, (p) => p.estimatedCost),
+          fill: colors.fill(),
+        },
+        {
+          label: 'Previous period',
+          values: onBuckets(prev, bs, range.bucketMs, (p) => p.estimatedCost, range.spanMs),
+          color: colors.prev(),
+          dash: [5, 4],
+        },
       ],
     });
     lineChart(el.querySelector('#chart-tokens'), {
@@ -72,7 +99,12 @@ export async function renderOverview(el, { range, href }) {
       format: (v, axis) => (axis ? compact(v) : int(v)),
       series: [
         { label: 'This period', values: onBuckets(cur, bs, range.bucketMs, (p) => p.value), fill: colors.fill() },
-        { label: 'Previous period', values: onBuckets(prev, bs, range.bucketMs, (p) => p.value, range.spanMs), color: colors.prev(), dash: [5, 4] },
+        {
+          label: 'Previous period',
+          values: onBuckets(prev, bs, range.bucketMs, (p) => p.value, range.spanMs),
+          color: colors.prev(),
+          dash: [5, 4],
+        },
       ],
     });
   };

@@ -12,10 +12,25 @@ import { costCell, latencyCell, modelName, reservationCell, tokenCells } from '.
  */
 export function runBudget(policies, guard, scopeKey) {
   const stored = policies.filter((p) => p.maxCost !== undefined).sort((a, b) => a.maxCost - b.maxCost)[0];
-  if (stored) return { limit: stored.maxCost, unit: stored.costUnit ?? null, source: `policy ${stored.name}`, warnAtPercent: stored.warnAtPercent };
-  const findings = guard.filter((g) => g.kind === 'decision').flatMap((g) => [...g.violations, ...g.warnings]).filter((f) => f.scopeKey === scopeKey && f.limitType === 'cost');
+  if (stored)
+    return {
+      limit: stored.maxCost,
+      unit: stored.costUnit ?? null,
+      source: `policy ${stored.name}`,
+      warnAtPercent: stored.warnAtPercent,
+    };
+  const findings = guard
+    .filter((g) => g.kind === 'decision')
+    .flatMap((g) => [...g.violations, ...g.warnings])
+    .filter((f) => f.scopeKey === scopeKey && f.limitType === 'cost');
   const reported = findings.sort((a, b) => a.limit - b.limit)[0];
-  return reported ? { limit: reported.limit, unit: reported.unit, source: reported.source === 'request' ? 'request limit' : `policy ${reported.source.replace(/^policy:/, '')}` } : null;
+  return reported
+    ? {
+        limit: reported.limit,
+        unit: reported.unit,
+        source: reported.source === 'request' ? 'request limit' : `policy ${reported.source.replace(/^policy:/, '')}`,
+      }
+    : null;
 }
 
 export async function renderRun(el, { params, href }) {
@@ -25,7 +40,10 @@ export async function renderRun(el, { params, href }) {
     return;
   }
   const scopeKey = `run:${traceId}`;
-  const [run, usage] = await Promise.all([stepsApi.run(traceId), api('GET', `/v1/guard/usage?scopeKey=${encodeURIComponent(scopeKey)}`)]);
+  const [run, usage] = await Promise.all([
+    stepsApi.run(traceId),
+    api('GET', `/v1/guard/usage?scopeKey=${encodeURIComponent(scopeKey)}`),
+  ]);
   const head = `<div class="page-head"><h1>run <span data-testid="run-id">${escapeHtml(traceId)}</span></h1><span class="muted">every step and guard event of the run, oldest first · times in ${escapeHtml(timeZone())} · <a href="${href(`scope/run/${encodeURIComponent(traceId)}`)}">its budgets</a></span></div>`;
   if (!run.steps.length && !run.guard.length) {
     el.innerHTML = `${head}<section class="panel empty" data-testid="no-data"><h2>No data for this run</h2><p>No step event, reservation or guard decision of this project has the traceId <code>${escapeHtml(traceId)}</code>.</p></section>`;
@@ -42,11 +60,20 @@ export async function renderRun(el, { params, href }) {
     if (s.unpriced) unpricedTokens += s.usage.totalTokens;
     return { kind: 'step', at: s.occurredAt, n: i + 1, step: s, cumulative };
   });
-  const items = [...run.guard.map((g) => ({ kind: 'guard', at: g.occurredAt, guard: g })), ...stepRows].sort((a, b) => (a.at === b.at ? (a.kind === 'guard' ? -1 : 1) : a.at < b.at ? -1 : 1));
+  const items = [...run.guard.map((g) => ({ kind: 'guard', at: g.occurredAt, guard: g })), ...stepRows].sort((a, b) =>
+    a.at === b.at ? (a.kind === 'guard' ? -1 : 1) : a.at < b.at ? -1 : 1,
+  );
   const total = cumulative;
   const tokens = run.steps.reduce((a, s) => a + s.usage.totalTokens, 0);
   const ratio = budget ? total / budget.limit : null;
-  const status = ratio === null ? 'ok' : ratio >= 1 ? 'hard' : budget.warnAtPercent !== undefined && ratio * 100 >= budget.warnAtPercent ? 'soft' : 'ok';
+  const status =
+    ratio === null
+      ? 'ok'
+      : ratio >= 1
+        ? 'hard'
+        : budget.warnAtPercent !== undefined && ratio * 100 >= budget.warnAtPercent
+          ? 'soft'
+          : 'ok';
 
   el.innerHTML = `${head}
     <div class="kpis">

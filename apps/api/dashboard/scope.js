@@ -25,7 +25,9 @@ export async function renderScope(el, ctx) {
   ]);
 
   // An id the ledger has never seen (no step at any time, no guard decision, nothing reserved) is not a scope at zero.
-  const held = Object.values(budgets.usage).some((u) => u.reservedInputTokens || u.reservedOutputTokens || u.reservedCost);
+  const held = Object.values(budgets.usage).some(
+    (u) => u.reservedInputTokens || u.reservedOutputTokens || u.reservedCost,
+  );
   if (!ever.steps.length && !decisions.decisions.length && !held) {
     el.innerHTML = `<div class="page-head"><h1>${escapeHtml(scope)} <span data-testid="scope-id">${escapeHtml(id)}</span></h1><span class="muted"><a href="${href('scope')}">other scope</a></span></div>
       <section class="panel empty" data-testid="no-data"><h2>No data for this ${escapeHtml(scope)}</h2>
@@ -35,14 +37,21 @@ export async function renderScope(el, ctx) {
 
   // Each budget's chart: the scope's usage accumulated over that budget's own window, up to now.
   const now = Date.now();
-  const limits = budgets.policies.flatMap((p) => LIMIT_TYPES.filter((l) => p[l.field] !== undefined).map((l) => ({ policy: p, ...l, limit: p[l.field] })));
+  const limits = budgets.policies.flatMap((p) =>
+    LIMIT_TYPES.filter((l) => p[l.field] !== undefined).map((l) => ({ policy: p, ...l, limit: p[l.field] })),
+  );
   const windowSeries = await Promise.all(
     limits.map((l) => {
       const span = l.policy.window && scope !== 'run' ? WINDOWS[l.policy.window] : range.spanMs;
       const start = new Date(now - span);
       const { interval, bucketMs } = chartBuckets(span);
       return metrics
-        .timeseries({ name: l.names, interval, aggregation: 'sum', filters: { ...base, timestamp: { start: start.toISOString(), end: new Date(now).toISOString() } } })
+        .timeseries({
+          name: l.names,
+          interval,
+          aggregation: 'sum',
+          filters: { ...base, timestamp: { start: start.toISOString(), end: new Date(now).toISOString() } },
+        })
         .then((r) => ({ start, end: new Date(now), bucketMs, points: r.series[0]?.points ?? [] }));
     }),
   );
@@ -71,7 +80,13 @@ export async function renderScope(el, ctx) {
     lineChart(el.querySelector('#chart-scope'), {
       xs: bs.map((t) => t / 1000),
       format: (v) => money(v, unit),
-      series: [{ label: 'Cost', values: onBuckets(series.series[0]?.points ?? [], bs, range.bucketMs, (p) => p.estimatedCost), fill: colors.fill() }],
+      series: [
+        {
+          label: 'Cost',
+          values: onBuckets(series.series[0]?.points ?? [], bs, range.bucketMs, (p) => p.estimatedCost),
+          fill: colors.fill(),
+        },
+      ],
     });
     limits.forEach((l, i) => {
       const w = windowSeries[i];
@@ -80,13 +95,30 @@ export async function renderScope(el, ctx) {
       const cumulative = onBuckets(w.points, bs, w.bucketMs, l.pick).map((v) => (sum += v));
       const fmt = l.type === 'cost' ? (v) => money(v, unit) : (v, axis) => (axis ? compact(v) : int(v));
       const thresholds = [];
-      if (l.policy.warnAtPercent !== undefined) thresholds.push({ label: `Soft (${l.policy.warnAtPercent}%)`, value: (l.limit * l.policy.warnAtPercent) / 100, color: colors.warn() });
+      if (l.policy.warnAtPercent !== undefined)
+        thresholds.push({
+          label: `Soft (${l.policy.warnAtPercent}%)`,
+          value: (l.limit * l.policy.warnAtPercent) / 100,
+          color: colors.warn(),
+        });
       thresholds.push({ label: 'Hard limit', value: l.limit, color: colors.deny() });
       // Each alert of this budget, marked at its bucket on the usage line.
       const mine = alerts.filter((a) => a.source === `policy:${l.policy.name}` && a.limitType === l.type);
-      const marks = bs.map((b, k) => (mine.some((a) => Date.parse(a.occurredAt) >= b && Date.parse(a.occurredAt) < b + w.bucketMs) ? cumulative[k] : null));
-      const alertSeries = mine.length ? [{ label: 'Alerts', values: marks, color: colors.deny(), points: true, width: 0 }] : [];
-      lineChart(el.querySelector(`#chart-budget-${i}`), { xs: bs.map((t) => t / 1000), format: fmt, height: 200, series: [{ label: `Used (${l.label})`, values: cumulative, fill: colors.fill() }, ...alertSeries], thresholds });
+      const marks = bs.map((b, k) =>
+        mine.some((a) => Date.parse(a.occurredAt) >= b && Date.parse(a.occurredAt) < b + w.bucketMs)
+          ? cumulative[k]
+          : null,
+      );
+      const alertSeries = mine.length
+        ? [{ label: 'Alerts', values: marks, color: colors.deny(), points: true, width: 0 }]
+        : [];
+      lineChart(el.querySelector(`#chart-budget-${i}`), {
+        xs: bs.map((t) => t / 1000),
+        format: fmt,
+        height: 200,
+        series: [{ label: `Used (${l.label})`, values: cumulative, fill: colors.fill() }, ...alertSeries],
+        thresholds,
+      });
     });
   };
 }
@@ -98,8 +130,23 @@ function budgetCard(l, usage, i) {
   const fmt = (v) => (type === 'cost' ? money(v, usage?.costUnit ?? 'USD') : int(v));
   // In several units the guard's one figure converts only what has a rate to the project's unit: show each unit's own amount.
   const byUnit = type === 'cost' ? costByUnit(usage) : [];
-  const usedText = byUnit.length > 1 ? byUnit.map(([unit, v]) => `<span data-testid="budget-used-unit" data-unit="${escapeHtml(unit)}">${escapeHtml(money(v, unit))}</span>`).join(' · ') : escapeHtml(fmt(used));
-  const statusText = status === 'hard' ? (policy.strategy === 'block' ? 'limit reached: steps denied' : 'over limit (warn only)') : status === 'soft' ? 'past soft threshold' : 'within budget';
+  const usedText =
+    byUnit.length > 1
+      ? byUnit
+          .map(
+            ([unit, v]) =>
+              `<span data-testid="budget-used-unit" data-unit="${escapeHtml(unit)}">${escapeHtml(money(v, unit))}</span>`,
+          )
+          .join(' · ')
+      : escapeHtml(fmt(used));
+  const statusText =
+    status === 'hard'
+      ? policy.strategy === 'block'
+        ? 'limit reached: steps denied'
+        : 'over limit (warn only)'
+      : status === 'soft'
+        ? 'past soft threshold'
+        : 'within budget';
   const ratio = limit ? used / limit : 0;
   return `<section class="panel budget" data-testid="budget" data-policy="${escapeHtml(policy.name)}" data-limit-type="${type}" data-used="${used}" data-limit="${limit}">
     <header><h3>${escapeHtml(policy.name)}</h3><span class="badge ${status}">${statusText}</span></header>
@@ -118,7 +165,9 @@ function forecastLine(l, usage, fmt) {
   const mine = f.limits.find((x) => x.source === `policy:${l.policy.name}` && x.limitType === l.type);
   if (!mine) return '';
   const rate = l.type === 'cost' ? money(f.burnRate.cost, f.burnRate.costUnit ?? 'USD') : int(f.burnRate[l.type] ?? 0);
-  const when = mine.reachedAt ? `limit reached ${escapeHtml(dateTime(mine.reachedAt))}` : 'limit not reached within the window';
+  const when = mine.reachedAt
+    ? `limit reached ${escapeHtml(dateTime(mine.reachedAt))}`
+    : 'limit not reached within the window';
   return `<div class="muted small" data-testid="budget-forecast" data-reached-at="${escapeHtml(mine.reachedAt ?? '')}">burn ${escapeHtml(rate)}/h over the last hour · ${when}</div>`;
 }
 
@@ -126,7 +175,9 @@ function forecastLine(l, usage, fmt) {
 function costByUnit(usage) {
   const committed = usage?.costByUnit ?? {};
   const reserved = usage?.reservedCostByUnit ?? {};
-  return [...new Set([...Object.keys(committed), ...Object.keys(reserved)])].map((unit) => [unit, (committed[unit] ?? 0) + (reserved[unit] ?? 0)]).sort((a, b) => b[1] - a[1]);
+  return [...new Set([...Object.keys(committed), ...Object.keys(reserved)])]
+    .map((unit) => [unit, (committed[unit] ?? 0) + (reserved[unit] ?? 0)])
+    .sort((a, b) => b[1] - a[1]);
 }
 
 const SCOPE_PAGE = /^(run|thread|resource|user|organization|session):(.+)$/s;
@@ -140,13 +191,17 @@ export function findingText(f, pageScopeKey, href) {
   const m = SCOPE_PAGE.exec(f.scopeKey ?? '');
   const scopeName = m ? `${m[1]} ${m[2]}` : f.scope;
   const other = f.scopeKey && f.scopeKey !== pageScopeKey;
-  const scopeHtml = other && m ? `<a href="${href(`scope/${m[1]}/${encodeURIComponent(m[2])}`)}" data-testid="finding-scope">${escapeHtml(scopeName)}</a>` : `<span data-testid="finding-scope">${escapeHtml(scopeName)}</span>`;
+  const scopeHtml =
+    other && m
+      ? `<a href="${href(`scope/${m[1]}/${encodeURIComponent(m[2])}`)}" data-testid="finding-scope">${escapeHtml(scopeName)}</a>`
+      : `<span data-testid="finding-scope">${escapeHtml(scopeName)}</span>`;
   const source = f.source === 'request' ? 'request limit' : `policy ${f.source.replace(/^policy:/, '')}`;
   return `<span data-testid="finding" data-scope-key="${escapeHtml(f.scopeKey ?? '')}">${scopeHtml}${other ? ' <span class="badge">other scope</span>' : ''} · ${escapeHtml(source)}: ${escapeHtml(f.limitType)} ${escapeHtml(fmt(f.usage))} of ${escapeHtml(fmt(f.limit))}${f.window ? ` / ${escapeHtml(f.window)}` : ''} <span class="badge ${f.threshold}">${f.threshold}</span></span>`;
 }
 
 function decisionsTable(decisions, scopeKey, href) {
-  if (!decisions.length) return '<p class="empty-row">No denials or warnings for this scope. They appear here when a guard check passes a soft threshold or is denied.</p>';
+  if (!decisions.length)
+    return '<p class="empty-row">No denials or warnings for this scope. They appear here when a guard check passes a soft threshold or is denied.</p>';
   return `<table><thead><tr><th>When</th><th>Decision</th><th>Limits</th><th>Agent</th></tr></thead><tbody>${decisions
     .map(
       (d) => `<tr data-testid="decision" data-decision="${d.decision}">
@@ -161,12 +216,15 @@ function decisionsTable(decisions, scopeKey, href) {
 const costText = (cost, unit) => (unit && cost !== null && cost !== undefined ? money(cost, unit) : 'not priced');
 
 function exceededTable(entries, scope) {
-  if (!entries.length) return `<p class="empty-row" data-testid="no-exceeded">No step of this ${escapeHtml(scope)} used more than the guard reserved for it. A step appears here when its actual tokens or cost pass its reservation, e.g. when the tokenizer counts more input tokens than the estimate.</p>`;
+  if (!entries.length)
+    return `<p class="empty-row" data-testid="no-exceeded">No step of this ${escapeHtml(scope)} used more than the guard reserved for it. A step appears here when its actual tokens or cost pass its reservation, e.g. when the tokenizer counts more input tokens than the estimate.</p>`;
   const pair = (name, reserved, actual) =>
     `<span data-testid="exceeded-reserved-${name}">${escapeHtml(reserved)}</span> → <span data-testid="exceeded-actual-${name}">${escapeHtml(actual)}</span>`;
   return `<div class="scroll-x"><table><thead><tr><th>When</th><th class="num">Input tokens, reserved → actual</th><th class="num">Actual ÷ reserved input</th><th class="num">Output tokens, reserved → actual</th><th class="num">Cost, reserved → actual</th></tr></thead><tbody>${entries
     .map(
-      (e) => `<tr data-testid="exceeded-step" data-reservation-id="${escapeHtml(e.reservationId)}" data-step-event-id="${escapeHtml(e.stepEventId)}">
+      (
+        e,
+      ) => `<tr data-testid="exceeded-step" data-reservation-id="${escapeHtml(e.reservationId)}" data-step-event-id="${escapeHtml(e.stepEventId)}">
       <td>${escapeHtml(dateTime(e.occurredAt))}<div class="muted small">step ${escapeHtml(e.stepEventId)}</div></td>
       <td class="num">${pair('input', int(e.reserved.inputTokens), int(e.actual.inputTokens))}</td>
       <td class="num"><span class="badge ${e.actual.inputTokens > e.reserved.inputTokens ? 'warn' : ''}" data-testid="exceeded-ratio">${escapeHtml(times(e.reserved.inputTokens ? e.actual.inputTokens / e.reserved.inputTokens : NaN))}</span></td>
@@ -186,8 +244,14 @@ function noBudgetHelp(scope) {
 
 async function renderPicker(el, { range, href }) {
   const filters = { timestamp: { start: range.start.toISOString(), end: range.end.toISOString() } };
-  const dims = [['resource', 'resourceId', 'Resources'], ['user', 'userId', 'Users'], ['thread', 'threadId', 'Threads']];
-  const lists = await Promise.all(dims.map(([, col]) => metrics.breakdown({ name: TOKENS, groupBy: [col], aggregation: 'sum', filters, limit: 10 })));
+  const dims = [
+    ['resource', 'resourceId', 'Resources'],
+    ['user', 'userId', 'Users'],
+    ['thread', 'threadId', 'Threads'],
+  ];
+  const lists = await Promise.all(
+    dims.map(([, col]) => metrics.breakdown({ name: TOKENS, groupBy: [col], aggregation: 'sum', filters, limit: 10 })),
+  );
   el.innerHTML = `
     <div class="page-head"><h1>Scopes</h1><span class="muted">one resource, user, thread, organization, session or run: its usage, budgets and guard decisions</span></div>
     <form class="panel scope-form" id="scope-form">
@@ -199,13 +263,19 @@ async function renderPicker(el, { range, href }) {
       .map(([scope, col, title], i) => {
         const groups = lists[i].groups.filter((g) => g.dimensions[col] !== null);
         return `<section class="panel"><header><h2>${title}</h2><span class="muted small">${escapeHtml(range.label)}, by tokens</span></header><table><tbody>${
-          groups.map((g) => `<tr><td class="name"><a href="${href(`scope/${scope}/${encodeURIComponent(g.dimensions[col])}`)}">${escapeHtml(g.dimensions[col])}</a></td><td class="num">${int(g.value)}</td><td class="num cost"><span class="amount">${money(g.estimatedCost, g.costUnit)}</span>${unpriced(g)}</td></tr>`).join('') ||
-          `<tr><td class="empty-row">No steps with a ${escapeHtml(col)} in this window.</td></tr>`
+          groups
+            .map(
+              (g) =>
+                `<tr><td class="name"><a href="${href(`scope/${scope}/${encodeURIComponent(g.dimensions[col])}`)}">${escapeHtml(g.dimensions[col])}</a></td><td class="num">${int(g.value)}</td><td class="num cost"><span class="amount">${money(g.estimatedCost, g.costUnit)}</span>${unpriced(g)}</td></tr>`,
+            )
+            .join('') || `<tr><td class="empty-row">No steps with a ${escapeHtml(col)} in this window.</td></tr>`
         }</tbody></table></section>`;
       })
       .join('')}</div>`;
   el.querySelector('#scope-form').onsubmit = (e) => {
     e.preventDefault();
-    location.hash = href(`scope/${el.querySelector('#scope-type').value}/${encodeURIComponent(el.querySelector('#scope-id').value.trim())}`);
+    location.hash = href(
+      `scope/${el.querySelector('#scope-type').value}/${encodeURIComponent(el.querySelector('#scope-id').value.trim())}`,
+    );
   };
 }

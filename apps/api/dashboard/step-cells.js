@@ -16,7 +16,10 @@ export const modelName = (s) => `${s.provider ?? '—'} / ${s.model ?? '—'}`;
 export function scopeCell(s, href) {
   return SCOPE_LINKS.filter(([k]) => s.scopes[k])
     .map(([k, scope]) => {
-      const url = scope === 'run' ? href(`run/${encodeURIComponent(s.scopes[k])}`) : href(`scope/${scope}/${encodeURIComponent(s.scopes[k])}`);
+      const url =
+        scope === 'run'
+          ? href(`run/${encodeURIComponent(s.scopes[k])}`)
+          : href(`scope/${scope}/${encodeURIComponent(s.scopes[k])}`);
       return `<span class="scope-id"><span class="muted">${scope}</span> <a href="${url}" data-testid="step-${scope}">${escapeHtml(s.scopes[k])}</a></span>`;
     })
     .join(' ');
@@ -45,7 +48,10 @@ export function reservationCell(s) {
   const held = `${r.reserved.cost === null ? 'unpriced' : escapeHtml(money(r.reserved.cost, r.reserved.costUnit))} · ${int(r.reserved.inputTokens)} in / ${int(r.reserved.outputTokens)} out`;
   let settlement;
   if (r.status === 'settled') {
-    settlement = r.settledByEventId === s.eventId ? 'settled by this step' : `settled by step <code>${escapeHtml(r.settledByEventId ?? '?')}</code>`;
+    settlement =
+      r.settledByEventId === s.eventId
+        ? 'settled by this step'
+        : `settled by step <code>${escapeHtml(r.settledByEventId ?? '?')}</code>`;
   } else {
     settlement = STATUS[r.status] ?? escapeHtml(r.status);
   }

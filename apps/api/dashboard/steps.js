@@ -20,11 +20,18 @@ const LINK_FILTERS = ['traceId', 'threadId', 'organizationId', 'sessionId'];
 
 export async function renderSteps(el, { range, query, href }) {
   const filters = {};
-  for (const k of [...STEP_FILTERS.map((f) => f.key), ...LINK_FILTERS, 'unpriced']) if (query.get(k)) filters[k] = query.get(k);
+  for (const k of [...STEP_FILTERS.map((f) => f.key), ...LINK_FILTERS, 'unpriced'])
+    if (query.get(k)) filters[k] = query.get(k);
   const cursor = query.get('cursor') ?? undefined;
   const pageNo = Number(query.get('page') ?? 1) || 1;
   const [page, names, environments, tags] = await Promise.all([
-    stepsApi.list({ ...filters, from: range.start.toISOString(), to: range.end.toISOString(), limit: PAGE_SIZE, cursor }),
+    stepsApi.list({
+      ...filters,
+      from: range.start.toISOString(),
+      to: range.end.toISOString(),
+      limit: PAGE_SIZE,
+      cursor,
+    }),
     discovery('entity-names').catch(() => ({ names: [] })),
     discovery('environments').catch(() => ({ environments: [] })),
     discovery('tags').catch(() => ({ tags: [] })),
@@ -36,12 +43,23 @@ export async function renderSteps(el, { range, query, href }) {
     <div class="page-head"><h1>Steps</h1><span class="muted">step events of the ledger, newest first · ${escapeHtml(range.label)} · times in ${escapeHtml(timeZone())}</span></div>
     <form class="panel filters" id="step-filters" data-testid="step-filters">
       ${STEP_FILTERS.map(
-        (f) => `<label><span>${f.label}</span><input name="${f.key}" value="${escapeHtml(filters[f.key] ?? '')}" ${f.list ? `list="list-${f.list}"` : ''} autocomplete="off" spellcheck="false"></label>`,
+        (f) =>
+          `<label><span>${f.label}</span><input name="${f.key}" value="${escapeHtml(filters[f.key] ?? '')}" ${f.list ? `list="list-${f.list}"` : ''} autocomplete="off" spellcheck="false"></label>`,
       ).join('')}
       <label><span>Price</span><select name="unpriced"><option value="">all steps</option><option value="true" ${filters.unpriced === 'true' ? 'selected' : ''}>unpriced only</option><option value="false" ${filters.unpriced === 'false' ? 'selected' : ''}>priced only</option></select></label>
-      ${Object.entries(lists).map(([id, values]) => `<datalist id="list-${id}">${values.map((v) => `<option value="${escapeHtml(v)}">`).join('')}</datalist>`).join('')}
+      ${Object.entries(lists)
+        .map(
+          ([id, values]) =>
+            `<datalist id="list-${id}">${values.map((v) => `<option value="${escapeHtml(v)}">`).join('')}</datalist>`,
+        )
+        .join('')}
       <div class="actions"><button type="submit">Filter</button> <a href="${href('steps')}" data-testid="clear-filters">clear</a></div>
-      ${LINK_FILTERS.filter((k) => filters[k]).map((k) => `<span class="badge chip" data-testid="filter-chip">${escapeHtml(k)} = ${escapeHtml(filters[k])} <a href="${withFilters({ [k]: null })}" aria-label="remove">×</a></span>`).join('')}
+      ${LINK_FILTERS.filter((k) => filters[k])
+        .map(
+          (k) =>
+            `<span class="badge chip" data-testid="filter-chip">${escapeHtml(k)} = ${escapeHtml(filters[k])} <a href="${withFilters({ [k]: null })}" aria-label="remove">×</a></span>`,
+        )
+        .join('')}
     </form>
     <section class="panel" data-testid="steps">
       <header><h2>Page ${int(pageNo)}</h2><span class="muted small">${int(page.steps.length)} step${page.steps.length === 1 ? '' : 's'} · inputs include cached tokens, outputs include reasoning tokens</span></header>

@@ -7,8 +7,19 @@ export const INTERVAL_MS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '1h': 
 const MIN = 60_000;
 // Chart buckets a window may use; each is a multiple of a metric interval, and of the one before it.
 const BUCKETS = [
-  [MIN, '1 min'], [2 * MIN, '2 min'], [5 * MIN, '5 min'], [10 * MIN, '10 min'], [15 * MIN, '15 min'], [30 * MIN, '30 min'],
-  [HOUR, '1 h'], [2 * HOUR, '2 h'], [3 * HOUR, '3 h'], [6 * HOUR, '6 h'], [12 * HOUR, '12 h'], [DAY, '1 day'], [7 * DAY, '7 days'],
+  [MIN, '1 min'],
+  [2 * MIN, '2 min'],
+  [5 * MIN, '5 min'],
+  [10 * MIN, '10 min'],
+  [15 * MIN, '15 min'],
+  [30 * MIN, '30 min'],
+  [HOUR, '1 h'],
+  [2 * HOUR, '2 h'],
+  [3 * HOUR, '3 h'],
+  [6 * HOUR, '6 h'],
+  [12 * HOUR, '12 h'],
+  [DAY, '1 day'],
+  [7 * DAY, '7 days'],
 ];
 const TARGET_POINTS = 48;
 
@@ -19,7 +30,9 @@ const TARGET_POINTS = 48;
  */
 export function chartBuckets(spanMs) {
   const [bucketMs, label] = BUCKETS.find(([b]) => spanMs / b <= TARGET_POINTS) ?? BUCKETS[BUCKETS.length - 1];
-  const interval = Object.entries(INTERVAL_MS).filter(([, i]) => bucketMs % i === 0).sort((a, b) => b[1] - a[1])[0][0];
+  const interval = Object.entries(INTERVAL_MS)
+    .filter(([, i]) => bucketMs % i === 0)
+    .sort((a, b) => b[1] - a[1])[0][0];
   return { bucketMs, interval, label };
 }
 
@@ -32,11 +45,29 @@ export function rangeOf(query, now = Date.now()) {
   const to = Date.parse(query.get('to') ?? '');
   if (Number.isFinite(from) && Number.isFinite(to) && to > from) {
     const b = chartBuckets(to - from);
-    return { key: 'custom', start: new Date(from), end: new Date(to), spanMs: to - from, interval: b.interval, bucketMs: b.bucketMs, bucketLabel: b.label, label: 'custom range' };
+    return {
+      key: 'custom',
+      start: new Date(from),
+      end: new Date(to),
+      spanMs: to - from,
+      interval: b.interval,
+      bucketMs: b.bucketMs,
+      bucketLabel: b.label,
+      label: 'custom range',
+    };
   }
   const key = WINDOWS[query.get('w')] ? query.get('w') : '24h';
   const b = chartBuckets(WINDOWS[key]);
-  return { key, start: new Date(now - WINDOWS[key]), end: new Date(now), spanMs: WINDOWS[key], interval: b.interval, bucketMs: b.bucketMs, bucketLabel: b.label, label: `last ${key}` };
+  return {
+    key,
+    start: new Date(now - WINDOWS[key]),
+    end: new Date(now),
+    spanMs: WINDOWS[key],
+    interval: b.interval,
+    bucketMs: b.bucketMs,
+    bucketLabel: b.label,
+    label: `last ${key}`,
+  };
 }
 
 /** Bucket starts (epoch ms) covering [start, end], aligned as the metric routes align them (UTC). */

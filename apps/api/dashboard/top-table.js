@@ -46,7 +46,8 @@ export function topTable(id, title, groups, { name, link, fallbackUnit }) {
   };
   const head = () =>
     COLUMNS.map(
-      (c) => `<th class="${c.num ? 'num' : ''}" aria-sort="${state.by === c.key ? (state.dir === 'asc' ? 'ascending' : 'descending') : 'none'}"><button type="button" class="sort" data-sort="${c.key}">${c.label}${state.by === c.key ? (state.dir === 'asc' ? ' ▲' : ' ▼') : ''}</button></th>`,
+      (c) =>
+        `<th class="${c.num ? 'num' : ''}" aria-sort="${state.by === c.key ? (state.dir === 'asc' ? 'ascending' : 'descending') : 'none'}"><button type="button" class="sort" data-sort="${c.key}">${c.label}${state.by === c.key ? (state.dir === 'asc' ? ' ▲' : ' ▼') : ''}</button></th>`,
     ).join('');
   const caption = () => `by ${state.by}${groups.length > TOP ? ` · top ${TOP} of ${int(groups.length)}` : ''}`;
   const html = `<section class="panel top" data-testid="${id}" data-sort="${state.by}"><header><h2>${escapeHtml(title)}</h2><span class="muted small" data-testid="${id}-caption">${caption()}</span></header>

@@ -3,7 +3,17 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PrismaService } from '@tollgate/database';
 import { ingestShed } from '@tollgate/telemetry';
-import { ApiKeyAuth, createLogger, HttpExceptionFilter, IngestAdmission, PlatformModule, redactUrl, strictJsonParser, useLeanAsyncResourceBind, type AppConfig } from '@tollgate/platform';
+import {
+  ApiKeyAuth,
+  createLogger,
+  HttpExceptionFilter,
+  IngestAdmission,
+  PlatformModule,
+  redactUrl,
+  strictJsonParser,
+  useLeanAsyncResourceBind,
+  type AppConfig,
+} from '@tollgate/platform';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiFeaturesModule } from './api.module';
 
@@ -41,7 +51,11 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     logger: false,
   });
   const logger = createLogger(config.LOG_LEVEL);
-  const app = await NestFactory.create<NestFastifyApplication>(RootModule.with(config, [ApiFeaturesModule, ...extraFeatures]), adapter, { logger, bodyParser: false });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    RootModule.with(config, [ApiFeaturesModule, ...extraFeatures]),
+    adapter,
+    { logger, bodyParser: false },
+  );
   app.useGlobalFilters(new HttpExceptionFilter());
   app.enableShutdownHooks();
 
@@ -58,13 +72,24 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     { parseAs: 'buffer', bodyLimit: config.INGEST_MAX_BODY_BYTES },
     strictJsonParser(fastify.getDefaultJsonParser('error', 'error') as never),
   );
-  shedIngest(fastify, config, new IngestAdmission(config.INGEST_MAX_IN_FLIGHT_BYTES, config.INGEST_MAX_POOL_WAITING, app.get(PrismaService).pool), app.get(ApiKeyAuth));
+  shedIngest(
+    fastify,
+    config,
+    new IngestAdmission(config.INGEST_MAX_IN_FLIGHT_BYTES, config.INGEST_MAX_POOL_WAITING, app.get(PrismaService).pool),
+    app.get(ApiKeyAuth),
+  );
   // One line per request: method, route, status, time — at debug level for successes, since
   // guard checks come by the thousand per second; a client's mistake (4xx) at info, a failure
   // of ours (5xx) at warn — the filter logs an unexpected one's stack at error. Never headers:
   // they carry keys.
   fastify.addHook('onResponse', (req, reply, done) => {
-    const line = { msg: 'request', method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 };
+    const line = {
+      msg: 'request',
+      method: req.method,
+      route: req.routeOptions.url ?? req.url.split('?')[0],
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
     if (reply.statusCode >= 500) logger.warn(line, 'http');
     else if (reply.statusCode >= 400) logger.log(line, 'http');
     else logger.debug(line, 'http');
@@ -110,14 +135,22 @@ function securityHeaders(fastify: FastifyInstance): void {
     // Every answer has the type it says it has: nothing is to be sniffed as HTML or script.
     void reply.header('x-content-type-options', 'nosniff');
     if (PAGES.test(req.url)) {
-      const policy = DOCS_PAGE.test(req.url) ? DOCS_PAGE_POLICY : req.url.startsWith('/docs') ? DOCS_POLICY : DASHBOARD_POLICY;
-      void reply.header('content-security-policy', policy).header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer');
+      const policy = DOCS_PAGE.test(req.url)
+        ? DOCS_PAGE_POLICY
+        : req.url.startsWith('/docs')
+          ? DOCS_POLICY
+          : DASHBOARD_POLICY;
+      void reply
+        .header('content-security-policy', policy)
+        .header('x-frame-options', 'DENY')
+        .header('referrer-policy', 'no-referrer');
     }
     done();
   });
 }
 
-const isIngest = (req: { method: string; routeOptions: { url?: string } }) => req.method === 'POST' && req.routeOptions.url === '/v1/events';
+const isIngest = (req: { method: string; routeOptions: { url?: string } }) =>
+  req.method === 'POST' && req.routeOptions.url === '/v1/events';
 
 /**
  * POST /v1/events is refused with 503 + Retry-After as it arrives, before its body is read (nothing
@@ -130,7 +163,14 @@ const isIngest = (req: { method: string; routeOptions: { url?: string } }) => re
 function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: IngestAdmission, keys: ApiKeyAuth): void {
   const refuse = (reply: FastifyReply, reason: 'pool' | 'bytes') => {
     ingestShed.inc({ reason });
-    return reply.status(503).header('retry-after', '1').send({ statusCode: 503, code: 'unavailable', message: 'This instance is at capacity; retry after the Retry-After header' });
+    return reply
+      .status(503)
+      .header('retry-after', '1')
+      .send({
+        statusCode: 503,
+        code: 'unavailable',
+        message: 'This instance is at capacity; retry after the Retry-After header',
+      });
   };
   // Callbacks, not async hooks: every other request passes these without a promise.
   fastify.addHook('onRequest', (req, reply, done) => {
@@ -138,7 +178,10 @@ function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: Inge
     if (admission.poolBacklogged()) return void refuse(reply, 'pool');
     keys.authenticate(req).then(() => {
       const declared = Number(req.headers['content-length']);
-      const bytes = Number.isFinite(declared) && declared >= 0 ? Math.min(declared, config.INGEST_MAX_BODY_BYTES) : config.INGEST_MAX_BODY_BYTES;
+      const bytes =
+        Number.isFinite(declared) && declared >= 0
+          ? Math.min(declared, config.INGEST_MAX_BODY_BYTES)
+          : config.INGEST_MAX_BODY_BYTES;
       const refused = admission.admit(bytes);
       if (refused !== null) return void refuse(reply, refused);
       // Answered, failed or cut off: the bytes are given back.
@@ -146,12 +189,19 @@ function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: Inge
       done();
     }, done);
   });
-  fastify.addHook('preHandler', (req, reply, done) => (isIngest(req) && admission.poolBacklogged() ? void refuse(reply, 'pool') : done()));
+  fastify.addHook('preHandler', (req, reply, done) =>
+    isIngest(req) && admission.poolBacklogged() ? void refuse(reply, 'pool') : done(),
+  );
 }
 
 /** Where a started service's things are: the line `npm start` ends with. */
 export function whereThingsAre(config: AppConfig, address: { port: number }): Record<string, string> {
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  const host =
+    config.HOST === '0.0.0.0' || config.HOST === '::'
+      ? 'localhost'
+      : config.HOST.includes(':')
+        ? `[${config.HOST}]`
+        : config.HOST;
   const base = `http://${host}:${address.port}`;
   return {
     api: base,
@@ -168,6 +218,9 @@ export function whereThingsAre(config: AppConfig, address: { port: number }): Re
 
 /** Boot failed (a bad variable, PostgreSQL unreachable): one fatal line in the log's shape, exit 1. */
 export function bootFailed(config: Pick<AppConfig, 'LOG_LEVEL'> | undefined, err: unknown): never {
-  createLogger(config?.LOG_LEVEL ?? 'log').fatal({ msg: `boot failed: ${err instanceof Error ? err.message : String(err)}`, context: 'boot' });
+  createLogger(config?.LOG_LEVEL ?? 'log').fatal({
+    msg: `boot failed: ${err instanceof Error ? err.message : String(err)}`,
+    context: 'boot',
+  });
   process.exit(1);
 }

@@ -10,18 +10,29 @@ import { dirname, extname, join, resolve } from 'node:path';
  * runs from source (jest) or compiled (`dist/apps/api/src`), or else from the working directory.
  */
 function findAssetRoot(): string {
-  const candidates = [resolve(__dirname, '../dashboard'), resolve(__dirname, '../../../../apps/api/dashboard'), resolve(process.cwd(), 'apps/api/dashboard')];
+  const candidates = [
+    resolve(__dirname, '../dashboard'),
+    resolve(__dirname, '../../../../apps/api/dashboard'),
+    resolve(process.cwd(), 'apps/api/dashboard'),
+  ];
   const found = candidates.find((dir) => existsSync(join(dir, 'index.html')));
   if (!found) throw new Error(`dashboard assets not found (looked in ${candidates.join(', ')})`);
   return found;
 }
 
 // Maps, not objects: the file name comes from the URL, and `__proto__` or `toString` is not a file.
-const TYPES = new Map([['.js', 'application/javascript; charset=utf-8'], ['.css', 'text/css; charset=utf-8'], ['.svg', 'image/svg+xml']]);
+const TYPES = new Map([
+  ['.js', 'application/javascript; charset=utf-8'],
+  ['.css', 'text/css; charset=utf-8'],
+  ['.svg', 'image/svg+xml'],
+]);
 
 // uPlot (MIT, ~50 kB minified) draws the charts; served from node_modules so the dashboard works offline.
 const uplotDist = join(dirname(require.resolve('uplot/package.json')), 'dist');
-const VENDOR = new Map([['uPlot.iife.min.js', TYPES.get('.js')!], ['uPlot.min.css', TYPES.get('.css')!]]);
+const VENDOR = new Map([
+  ['uPlot.iife.min.js', TYPES.get('.js')!],
+  ['uPlot.min.css', TYPES.get('.css')!],
+]);
 
 @Controller('dashboard')
 export class DashboardController {
@@ -40,7 +51,10 @@ export class DashboardController {
   async asset(@Param('file') file: string, @Res() reply: FastifyReply) {
     if (!this.assets.has(file)) throw new NotFoundException();
     const body = await readFile(join(this.root, file));
-    void reply.header('content-type', TYPES.get(extname(file))!).header('cache-control', 'no-cache').send(body);
+    void reply
+      .header('content-type', TYPES.get(extname(file))!)
+      .header('cache-control', 'no-cache')
+      .send(body);
   }
 
   @Get('vendor/:file')

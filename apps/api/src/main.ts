@@ -11,7 +11,11 @@ async function main() {
   const { applied } = await applyMigrations(config.DATABASE_URL, migrationsDir());
   const app = await createApiApp(config);
   await app.listen(config.PORT, config.HOST);
-  new Logger('tollgate').log({ msg: 'tollgate API started', ...whereThingsAre(config, app.getHttpServer().address() as { port: number }), migrationsApplied: applied });
+  new Logger('tollgate').log({
+    msg: 'tollgate API started',
+    ...whereThingsAre(config, app.getHttpServer().address() as { port: number }),
+    migrationsApplied: applied,
+  });
 }
 
 let config: AppConfig | undefined;

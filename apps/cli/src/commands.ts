@@ -44,7 +44,8 @@ const json = (v: Values) => v.json === true;
 
 function required(v: Values, ...names: string[]): void {
   const missing = names.filter((n) => v[n] === undefined || v[n] === '');
-  if (missing.length) throw new UsageError(`${missing.map((n) => `--${n}`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required`);
+  if (missing.length)
+    throw new UsageError(`${missing.map((n) => `--${n}`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required`);
 }
 
 function positional(positionals: string[], what: string): string {
@@ -97,15 +98,23 @@ function principalOf(v: Values): Principal {
 }
 
 function scopesOf(raw: unknown): KeyScope[] {
-  const list = String(raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const list = String(raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = list.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
-  if (!list.length || bad.length) throw new UsageError(`--scopes must be a comma-separated list of ${KEY_SCOPES.join(', ')}${bad.length ? ` (unknown: ${bad.join(', ')})` : ''}`);
+  if (!list.length || bad.length)
+    throw new UsageError(
+      `--scopes must be a comma-separated list of ${KEY_SCOPES.join(', ')}${bad.length ? ` (unknown: ${bad.join(', ')})` : ''}`,
+    );
   return list as KeyScope[];
 }
 
 /** The one line a reprice ends with (and all it prints when stderr is not a terminal). */
 export function repriceSummaryLine(s: RepriceSummary): string {
-  const delta = Object.entries(s.deltaByUnit).map(([unit, d]) => `${d.costMicros >= 0 ? '+' : ''}${d.costMicros} micro-${unit}`);
+  const delta = Object.entries(s.deltaByUnit).map(
+    ([unit, d]) => `${d.costMicros >= 0 ? '+' : ''}${d.costMicros} micro-${unit}`,
+  );
   return (
     `${s.dryRun ? 'dry run: would reprice' : 'repriced'} ${s.repriced} of ${s.scanned} steps (${s.unchanged} unchanged, ${s.providerReported} provider-reported, ` +
     `${s.newlyPriced} newly priced) in ${s.batches} batches; delta ${delta.length ? delta.join(', ') : '0'}`
@@ -114,7 +123,15 @@ export function repriceSummaryLine(s: RepriceSummary): string {
 
 /** An event of the log as `events tail` and `events show` print it. */
 export function eventView(r: Record<string, any>) {
-  const ids = { traceId: r.trace_id, threadId: r.thread_id, resourceId: r.resource_id, userId: r.user_id, organizationId: r.organization_id, sessionId: r.session_id, entityName: r.entity_name };
+  const ids = {
+    traceId: r.trace_id,
+    threadId: r.thread_id,
+    resourceId: r.resource_id,
+    userId: r.user_id,
+    organizationId: r.organization_id,
+    sessionId: r.session_id,
+    entityName: r.entity_name,
+  };
   const num = (x: unknown) => (x === null || x === undefined ? undefined : Number(x));
   return {
     position: String(r.position),
@@ -152,7 +169,11 @@ export const COMMANDS: CliCommand[] = [
     options: { name: { type: 'string' }, id: { type: 'string' }, 'unpriced-policy': { type: 'string' } },
     async run(ctx, v) {
       required(v, 'name');
-      const body = parse(createProjectSchema, { name: v.name, id: v.id, unpricedPolicy: v['unpriced-policy'] }, { name: 'name', id: 'id', unpricedPolicy: 'unpriced-policy' });
+      const body = parse(
+        createProjectSchema,
+        { name: v.name, id: v.id, unpricedPolicy: v['unpriced-policy'] },
+        { name: 'name', id: 'id', unpricedPolicy: 'unpriced-policy' },
+      );
       print(await ctx.get(ProjectsService).createProject(body), json(v));
     },
   },
@@ -162,12 +183,24 @@ export const COMMANDS: CliCommand[] = [
     options: {},
     async run(ctx, v) {
       const rows = await ctx.get(PrismaService).project.findMany({ orderBy: { createdAt: 'asc' } });
-      print({ projects: rows.map((p) => ({ id: p.id, name: p.name, costUnit: p.costUnit, unpricedPolicy: p.unpricedPolicy, createdAt: p.createdAt.toISOString() })) }, json(v));
+      print(
+        {
+          projects: rows.map((p) => ({
+            id: p.id,
+            name: p.name,
+            costUnit: p.costUnit,
+            unpricedPolicy: p.unpricedPolicy,
+            createdAt: p.createdAt.toISOString(),
+          })),
+        },
+        json(v),
+      );
     },
   },
   {
     name: 'projects settings',
-    usage: 'projects settings --project <id> [--cost-unit USD] [--unpriced-policy deny|fallback|count_tokens] [--fallback-input <per 1M>] [--fallback-output <per 1M>] [--max-event-age-days <n>] [--exchange-rate JPY=0.0067 …]',
+    usage:
+      'projects settings --project <id> [--cost-unit USD] [--unpriced-policy deny|fallback|count_tokens] [--fallback-input <per 1M>] [--fallback-output <per 1M>] [--max-event-age-days <n>] [--exchange-rate JPY=0.0067 …]',
     options: {
       project: { type: 'string' },
       'cost-unit': { type: 'string' },
@@ -181,13 +214,15 @@ export const COMMANDS: CliCommand[] = [
       const id = projectId(v);
       const fallbackIn = numberOption(v, 'fallback-input');
       const fallbackOut = numberOption(v, 'fallback-output');
-      if ((fallbackIn === undefined) !== (fallbackOut === undefined)) throw new UsageError('--fallback-input and --fallback-output go together');
+      if ((fallbackIn === undefined) !== (fallbackOut === undefined))
+        throw new UsageError('--fallback-input and --fallback-output go together');
       const rates = v['exchange-rate'] as string[] | undefined;
       const exchangeRates = rates?.length
         ? Object.fromEntries(
             rates.map((r) => {
               const [unit, value] = r.split('=');
-              if (!unit || value === undefined || !Number.isFinite(Number(value))) throw new UsageError(`--exchange-rate ${r} must look like JPY=0.0067`);
+              if (!unit || value === undefined || !Number.isFinite(Number(value)))
+                throw new UsageError(`--exchange-rate ${r} must look like JPY=0.0067`);
               return [unit, Number(value)];
             }),
           )
@@ -197,11 +232,18 @@ export const COMMANDS: CliCommand[] = [
         {
           costUnit: v['cost-unit'],
           unpricedPolicy: v['unpriced-policy'],
-          unpricedFallback: fallbackIn === undefined ? undefined : { inputPerMillion: fallbackIn, outputPerMillion: fallbackOut },
+          unpricedFallback:
+            fallbackIn === undefined ? undefined : { inputPerMillion: fallbackIn, outputPerMillion: fallbackOut },
           maxEventAgeDays: numberOption(v, 'max-event-age-days'),
           exchangeRates,
         },
-        { costUnit: 'cost-unit', unpricedPolicy: 'unpriced-policy', unpricedFallback: 'fallback-input', maxEventAgeDays: 'max-event-age-days', exchangeRates: 'exchange-rate' },
+        {
+          costUnit: 'cost-unit',
+          unpricedPolicy: 'unpriced-policy',
+          unpricedFallback: 'fallback-input',
+          maxEventAgeDays: 'max-event-age-days',
+          exchangeRates: 'exchange-rate',
+        },
       );
       print(await ctx.get(ProjectsService).updateSettings(id, body), json(v));
     },
@@ -213,7 +255,11 @@ export const COMMANDS: CliCommand[] = [
     options: { project: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
     async run(ctx, v) {
       const id = projectId(v);
-      const body = parse(createKeySchema, { scopes: scopesOf(v.scopes), name: v.name }, { scopes: 'scopes', name: 'name' });
+      const body = parse(
+        createKeySchema,
+        { scopes: scopesOf(v.scopes), name: v.name },
+        { scopes: 'scopes', name: 'name' },
+      );
       print(await ctx.get(ProjectsService).createKey(id, body), json(v));
       process.stderr.write('The key is shown once: store it now.\n');
     },
@@ -238,7 +284,8 @@ export const COMMANDS: CliCommand[] = [
   // ── policies ────────────────────────────────────────────────────────────────
   {
     name: 'policies put',
-    usage: 'policies put <name> --project <id> --file <policy.json|->   (e.g. {"scope":"resource","window":"24h","maxCost":5})',
+    usage:
+      'policies put <name> --project <id> --file <policy.json|->   (e.g. {"scope":"resource","window":"24h","maxCost":5})',
     options: { project: { type: 'string' }, file: { type: 'string' } },
     async run(ctx, v, positionals) {
       const principal = principalOf(v);
@@ -268,7 +315,8 @@ export const COMMANDS: CliCommand[] = [
   // ── prices ──────────────────────────────────────────────────────────────────
   {
     name: 'prices set',
-    usage: 'prices set --project <id> --provider <p> --model <m> --input <per 1M> --output <per 1M> [--cache-read <per 1M>] [--cache-write <per 1M>] [--cache-write-1h <per 1M>] [--currency USD] [--effective-from <iso>]',
+    usage:
+      'prices set --project <id> --provider <p> --model <m> --input <per 1M> --output <per 1M> [--cache-read <per 1M>] [--cache-write <per 1M>] [--cache-write-1h <per 1M>] [--currency USD] [--effective-from <iso>]',
     options: {
       project: { type: 'string' },
       provider: { type: 'string' },
@@ -288,8 +336,24 @@ export const COMMANDS: CliCommand[] = [
       const model = parse(idSchema, v.model, { '(root)': 'model', '': 'model' });
       const body = parse(
         putPriceSchema,
-        { inputPerMillion: numberOption(v, 'input'), outputPerMillion: numberOption(v, 'output'), cacheReadPerMillion: numberOption(v, 'cache-read'), cacheWritePerMillion: numberOption(v, 'cache-write'), cacheWrite1hPerMillion: numberOption(v, 'cache-write-1h'), currency: v.currency, effectiveFrom: v['effective-from'] },
-        { inputPerMillion: 'input', outputPerMillion: 'output', cacheReadPerMillion: 'cache-read', cacheWritePerMillion: 'cache-write', cacheWrite1hPerMillion: 'cache-write-1h', currency: 'currency', effectiveFrom: 'effective-from' },
+        {
+          inputPerMillion: numberOption(v, 'input'),
+          outputPerMillion: numberOption(v, 'output'),
+          cacheReadPerMillion: numberOption(v, 'cache-read'),
+          cacheWritePerMillion: numberOption(v, 'cache-write'),
+          cacheWrite1hPerMillion: numberOption(v, 'cache-write-1h'),
+          currency: v.currency,
+          effectiveFrom: v['effective-from'],
+        },
+        {
+          inputPerMillion: 'input',
+          outputPerMillion: 'output',
+          cacheReadPerMillion: 'cache-read',
+          cacheWritePerMillion: 'cache-write',
+          cacheWrite1hPerMillion: 'cache-write-1h',
+          currency: 'currency',
+          effectiveFrom: 'effective-from',
+        },
       );
       const answer = await ctx.get(PricesController).put(principal, provider, model, body);
       print(answer, json(v));
@@ -305,19 +369,33 @@ export const COMMANDS: CliCommand[] = [
   },
   {
     name: 'prices reprice',
-    usage: 'prices reprice --project <id> --from <iso> --to <iso> [--provider <p> [--model <m>]] [--dry-run]   (append-only cost corrections)',
-    options: { project: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, provider: { type: 'string' }, model: { type: 'string' }, 'dry-run': { type: 'boolean' } },
+    usage:
+      'prices reprice --project <id> --from <iso> --to <iso> [--provider <p> [--model <m>]] [--dry-run]   (append-only cost corrections)',
+    options: {
+      project: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      provider: { type: 'string' },
+      model: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+    },
     async run(ctx, v, _positionals, stderr: NodeJS.WriteStream = process.stderr) {
       const id = projectId(v);
       // The same validation as POST /v1/prices/reprice, with the CLI's option names.
-      const parsed = parse(repriceSchema, { from: v.from, to: v.to, provider: v.provider, model: v.model, dryRun: v['dry-run'] === true }, { dryRun: 'dry-run', from: 'from', to: 'to', provider: 'provider', model: 'model' });
+      const parsed = parse(
+        repriceSchema,
+        { from: v.from, to: v.to, provider: v.provider, model: v.model, dryRun: v['dry-run'] === true },
+        { dryRun: 'dry-run', from: 'from', to: 'to', provider: 'provider', model: 'model' },
+      );
       const request = { ...parsed, from: new Date(parsed.from), to: new Date(parsed.to) };
       const repricer = ctx.get(Repricer);
       // A bar on a terminal; otherwise (a log, a pipe) the summary line only.
       const bar = stderr.isTTY ? new ProgressBar(`prices reprice${request.dryRun ? ' (dry run)' : ''}`, stderr) : null;
       const total = bar ? await repricer.countSteps(id, request) : 0;
       bar?.update(0, total);
-      const summary = await repricer.reprice(id, request, { onBatch: (s) => bar?.update(s.scanned, Math.max(total, s.scanned)) });
+      const summary = await repricer.reprice(id, request, {
+        onBatch: (s) => bar?.update(s.scanned, Math.max(total, s.scanned)),
+      });
       bar?.update(summary.scanned, Math.max(total, summary.scanned), true);
       if (json(v)) print(summary, true);
       else process.stdout.write(`${repriceSummaryLine(summary)}\n`);
@@ -326,7 +404,8 @@ export const COMMANDS: CliCommand[] = [
   // ── exporters ───────────────────────────────────────────────────────────────
   {
     name: 'exporters put',
-    usage: 'exporters put <name> --project <id> --file <exporter.json|->   (webhook needs TOLLGATE_SECRET_KEY; see libs/exporters/README.md)',
+    usage:
+      'exporters put <name> --project <id> --file <exporter.json|->   (webhook needs TOLLGATE_SECRET_KEY; see libs/exporters/README.md)',
     options: { project: { type: 'string' }, file: { type: 'string' } },
     needsRedis: true,
     async run(ctx, v, positionals) {
@@ -370,14 +449,20 @@ export const COMMANDS: CliCommand[] = [
   },
   {
     name: 'exporters replay',
-    usage: 'exporters replay <name> --project <id> (--from-position <n> | --from-time <iso>)   (moves the checkpoint back; never forward)',
+    usage:
+      'exporters replay <name> --project <id> (--from-position <n> | --from-time <iso>)   (moves the checkpoint back; never forward)',
     options: { project: { type: 'string' }, 'from-position': { type: 'string' }, 'from-time': { type: 'string' } },
     needsRedis: true,
     async run(ctx, v, positionals) {
       const id = projectId(v);
       const name = positional(positionals, 'an exporter name');
-      const body = parse(replaySchema, { fromPosition: numberOption(v, 'from-position'), fromTime: v['from-time'] }, { fromPosition: 'from-position', fromTime: 'from-time' });
-      const from = body.fromPosition !== undefined ? { position: BigInt(body.fromPosition) } : { time: new Date(body.fromTime!) };
+      const body = parse(
+        replaySchema,
+        { fromPosition: numberOption(v, 'from-position'), fromTime: v['from-time'] },
+        { fromPosition: 'from-position', fromTime: 'from-time' },
+      );
+      const from =
+        body.fromPosition !== undefined ? { position: BigInt(body.fromPosition) } : { time: new Date(body.fromTime!) };
       print(await ctx.get(ExportersService).replay(id, name, from), json(v));
     },
   },
@@ -386,7 +471,10 @@ export const COMMANDS: CliCommand[] = [
     usage: 'exporters dead-letters <name> --project <id>',
     options: { project: { type: 'string' } },
     async run(ctx, v, positionals) {
-      print(await ctx.get(ExportersService).deadLetters(projectId(v), positional(positionals, 'an exporter name')), json(v));
+      print(
+        await ctx.get(ExportersService).deadLetters(projectId(v), positional(positionals, 'an exporter name')),
+        json(v),
+      );
     },
   },
   {
@@ -397,7 +485,8 @@ export const COMMANDS: CliCommand[] = [
     async run(ctx, v, positionals) {
       const id = projectId(v);
       const name = positional(positionals, 'an exporter name');
-      if (v.batch !== undefined && !/^xb_[0-9a-f]{20}$/.test(String(v.batch))) throw new UsageError('--batch must be a batch id (xb_…)');
+      if (v.batch !== undefined && !/^xb_[0-9a-f]{20}$/.test(String(v.batch)))
+        throw new UsageError('--batch must be a batch id (xb_…)');
       print(await ctx.get(ExportersService).retryDeadLetters(id, name, v.batch as string | undefined), json(v));
     },
   },
@@ -414,21 +503,35 @@ export const COMMANDS: CliCommand[] = [
   // ── events ──────────────────────────────────────────────────────────────────
   {
     name: 'events tail',
-    usage: 'events tail --project <id> [--limit <n, default 20>] [--type <EventType>] [--follow]   (newest last; --follow prints new ones as they commit)',
-    options: { project: { type: 'string' }, limit: { type: 'string' }, type: { type: 'string' }, follow: { type: 'boolean', short: 'f' } },
+    usage:
+      'events tail --project <id> [--limit <n, default 20>] [--type <EventType>] [--follow]   (newest last; --follow prints new ones as they commit)',
+    options: {
+      project: { type: 'string' },
+      limit: { type: 'string' },
+      type: { type: 'string' },
+      follow: { type: 'boolean', short: 'f' },
+    },
     async run(ctx, v) {
       const id = projectId(v);
       const limit = numberOption(v, 'limit') ?? 20;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new UsageError('--limit must be an integer from 1 to 1000');
       const prisma = ctx.get(PrismaService);
       const type = v.type === undefined ? undefined : parse(idSchema, v.type, { '(root)': 'type', '': 'type' });
       const filter = type ? 'AND type = $3' : '';
       const params = (after: bigint | null) => [id, after === null ? limit : 1000, ...(type ? [type] : [])];
-      const rows = await prisma.$queryRawUnsafe<Record<string, any>[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 ${filter} ORDER BY position DESC LIMIT $2`, ...params(null));
+      const rows = await prisma.$queryRawUnsafe<Record<string, any>[]>(
+        `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 ${filter} ORDER BY position DESC LIMIT $2`,
+        ...params(null),
+      );
       const events = rows.reverse().map(eventView);
       const emit = (list: ReturnType<typeof eventView>[]) => {
         if (json(v)) for (const e of list) process.stdout.write(JSON.stringify(e) + '\n');
-        else for (const e of list) process.stdout.write(`${e.occurredAt}  ${String(e.position).padStart(8)}  ${e.type}  ${e.eventId}${'model' in e ? `  ${e.provider}/${e.model}` : ''}${'cost' in e ? `  cost ${e.cost ?? 'unpriced'}` : ''}\n`);
+        else
+          for (const e of list)
+            process.stdout.write(
+              `${e.occurredAt}  ${String(e.position).padStart(8)}  ${e.type}  ${e.eventId}${'model' in e ? `  ${e.provider}/${e.model}` : ''}${'cost' in e ? `  cost ${e.cost ?? 'unpriced'}` : ''}\n`,
+            );
       };
       if (!v.follow) {
         if (json(v)) print({ events }, true);
@@ -442,7 +545,10 @@ export const COMMANDS: CliCommand[] = [
       process.once('SIGINT', () => (stop = true));
       while (!stop) {
         await new Promise((r) => setTimeout(r, 1000));
-        const next = await prisma.$queryRawUnsafe<Record<string, any>[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND position > ${last} ${filter} ORDER BY position ASC LIMIT $2`, ...params(last));
+        const next = await prisma.$queryRawUnsafe<Record<string, any>[]>(
+          `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND position > ${last} ${filter} ORDER BY position ASC LIMIT $2`,
+          ...params(last),
+        );
         if (next.length) last = BigInt(next[next.length - 1].position);
         emit(next.map(eventView));
       }
@@ -455,7 +561,13 @@ export const COMMANDS: CliCommand[] = [
     async run(ctx, v, positionals) {
       const id = projectId(v);
       const eventId = positional(positionals, 'an event id');
-      const [row] = await ctx.get(PrismaService).$queryRawUnsafe<Record<string, any>[]>(`SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND event_id = $2 LIMIT 1`, id, eventId);
+      const [row] = await ctx
+        .get(PrismaService)
+        .$queryRawUnsafe<Record<string, any>[]>(
+          `SELECT ${EVENT_SELECT} FROM events WHERE project_id = $1 AND event_id = $2 LIMIT 1`,
+          id,
+          eventId,
+        );
       if (!row) throw new Error(`No event ${eventId} in project ${id}`);
       print(eventView(row), json(v));
     },
@@ -463,7 +575,8 @@ export const COMMANDS: CliCommand[] = [
   // ── guard ───────────────────────────────────────────────────────────────────
   {
     name: 'guard check',
-    usage: 'guard check --project <id> --file <check.json|->   (the body of POST /v1/guard/check; add "dryRun": true to reserve nothing)',
+    usage:
+      'guard check --project <id> --file <check.json|->   (the body of POST /v1/guard/check; add "dryRun": true to reserve nothing)',
     options: { project: { type: 'string' }, file: { type: 'string' } },
     async run(ctx, v) {
       const id = projectId(v);
@@ -478,7 +591,10 @@ export const COMMANDS: CliCommand[] = [
     async run(ctx, v) {
       const principal = principalOf(v);
       required(v, 'scope');
-      if (!/^(run|thread|resource|user|organization|session):.+$/s.test(String(v.scope))) throw new UsageError('--scope must look like resource:<id> (run, thread, resource, user, organization or session)');
+      if (!/^(run|thread|resource|user|organization|session):.+$/s.test(String(v.scope)))
+        throw new UsageError(
+          '--scope must look like resource:<id> (run, thread, resource, user, organization or session)',
+        );
       print(await ctx.get(GuardController).usage(principal, { scopeKey: String(v.scope) }), json(v));
     },
   },
@@ -488,9 +604,11 @@ export const COMMANDS: CliCommand[] = [
     usage: `replay ${ROLLUP_PROJECTION} [--batch-size <n>]   (rebuild a projection from position 0; ingest may go on)`,
     options: { 'batch-size': { type: 'string' } },
     async run(ctx, v, positionals) {
-      if (positionals[0] !== ROLLUP_PROJECTION) throw new UsageError(`replay needs a projection name: ${ROLLUP_PROJECTION}`);
+      if (positionals[0] !== ROLLUP_PROJECTION)
+        throw new UsageError(`replay needs a projection name: ${ROLLUP_PROJECTION}`);
       const batchSize = Number(v['batch-size'] ?? 5000);
-      if (!Number.isInteger(batchSize) || batchSize < 1) throw new UsageError('--batch-size must be a positive integer');
+      if (!Number.isInteger(batchSize) || batchSize < 1)
+        throw new UsageError('--batch-size must be a positive integer');
       const prisma = ctx.get(PrismaService);
       const projector = new MetricsProjector(prisma);
       // Progress counts what any worker projected since the reset (workers may take batches too);
@@ -520,7 +638,15 @@ export const COMMANDS: CliCommand[] = [
       });
       const final = await progressOf();
       bar.update(final.done, Math.max(final.total, final.done), true);
-      print({ projection: ROLLUP_PROJECTION, eventsRead: result.events, batches: result.batches, eventsProjectedSinceReset: final.done }, true);
+      print(
+        {
+          projection: ROLLUP_PROJECTION,
+          eventsRead: result.events,
+          batches: result.batches,
+          eventsProjectedSinceReset: final.done,
+        },
+        true,
+      );
     },
   },
 ];

@@ -4,7 +4,15 @@ import { NestFactory } from '@nestjs/core';
 import { applyMigrations, ensureDatabase, migrationsDir } from '@tollgate/database';
 import { ExportersHttpModule } from '@tollgate/exporters';
 import { LedgerHttpModule } from '@tollgate/ledger';
-import { AppError, createLogger, loadConfig, PlatformModule, redactUrl, RedisClient, type AppConfig } from '@tollgate/platform';
+import {
+  AppError,
+  createLogger,
+  loadConfig,
+  PlatformModule,
+  redactUrl,
+  RedisClient,
+  type AppConfig,
+} from '@tollgate/platform';
 import { parseArgs } from 'node:util';
 import { COMMANDS, UsageError, type CliCommand } from './commands';
 import { doctor, doctorText } from './doctor';
@@ -38,7 +46,9 @@ export function usage(command?: { usage: string }): string {
 }
 
 function find(argv: string[]): CliCommand | undefined {
-  return COMMANDS.filter((c) => argv.slice(0, c.name.split(' ').length).join(' ') === c.name).sort((a, b) => b.name.length - a.name.length)[0];
+  return COMMANDS.filter((c) => argv.slice(0, c.name.split(' ').length).join(' ') === c.name).sort(
+    (a, b) => b.name.length - a.name.length,
+  )[0];
 }
 
 /** Exit codes: 0 done, 1 the command failed (its reason on stderr), 2 a mistake in the command line. */
@@ -59,11 +69,17 @@ async function main(argv: string[]): Promise<number> {
   const command = first === 'migrate' ? undefined : find(argv);
   if (first !== 'migrate' && !command) {
     const near = COMMANDS.filter((c) => c.name.startsWith(`${first} `)).map((c) => `  ${c.usage}`);
-    process.stderr.write(`unknown command: ${argv.slice(0, 2).join(' ')}\n\n${near.length ? `Usage: npm run tollgate -- …\n${near.join('\n')}` : usage()}\n`);
+    process.stderr.write(
+      `unknown command: ${argv.slice(0, 2).join(' ')}\n\n${near.length ? `Usage: npm run tollgate -- …\n${near.join('\n')}` : usage()}\n`,
+    );
     return 2;
   }
   const words = command ? command.name.split(' ').length : 1;
-  const { values, positionals } = parseCommandArgs(argv.slice(words), command?.options ?? {}, usage(command ?? BUILT_IN[0]));
+  const { values, positionals } = parseCommandArgs(
+    argv.slice(words),
+    command?.options ?? {},
+    usage(command ?? BUILT_IN[0]),
+  );
   const config = loadConfig();
   process.stderr.write(`database: ${redactUrl(config.DATABASE_URL)}\n`);
   await ensureDatabase(config.DATABASE_URL);
@@ -74,10 +90,14 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // Only errors, on stderr, in the log's shape: stdout is the command's answer.
-  const ctx = await NestFactory.createApplicationContext(CliModule.with(config), { logger: createLogger('error', { destination: process.stderr }) });
+  const ctx = await NestFactory.createApplicationContext(CliModule.with(config), {
+    logger: createLogger('error', { destination: process.stderr }),
+  });
   try {
     if (command.needsRedis && !(await ctx.get(RedisClient).ping(2000))) {
-      throw new Error(`Redis at ${redactUrl(config.REDIS_URL)} does not answer: ${command.name} queues work for the worker. Start Redis or set REDIS_URL (\`npm run tollgate -- doctor\` checks everything).`);
+      throw new Error(
+        `Redis at ${redactUrl(config.REDIS_URL)} does not answer: ${command.name} queues work for the worker. Start Redis or set REDIS_URL (\`npm run tollgate -- doctor\` checks everything).`,
+      );
     }
     await command.run(ctx, values, positionals);
   } finally {
@@ -88,7 +108,12 @@ async function main(argv: string[]): Promise<number> {
 
 function parseCommandArgs(args: string[], options: CliCommand['options'], help: string) {
   try {
-    return parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    return parseArgs({
+      args,
+      options: { ...options, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (err) {
     throw new UsageError(`${(err as Error).message.split('\n')[0]}\n\n${help}`);
   }
@@ -101,7 +126,12 @@ function parseCommandArgs(args: string[], options: CliCommand['options'], help: 
  * Redis that is down, are not the command's failure: its answer is already printed.
  */
 process.on('unhandledRejection', (reason) => {
-  if (/Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Stream isn't writeable/.test(String((reason as Error)?.message ?? reason))) return;
+  if (
+    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Stream isn't writeable/.test(
+      String((reason as Error)?.message ?? reason),
+    )
+  )
+    return;
   process.stderr.write(`${(reason as Error)?.stack ?? String(reason)}\n`);
   process.exit(1);
 });
@@ -113,11 +143,18 @@ main(process.argv.slice(2)).then(
   (err) => {
     if (err instanceof UsageError) {
       const command = find(process.argv.slice(2));
-      process.stderr.write(`${err.message}${command && !err.message.includes('Usage:') ? `\n\n${usage(command)}` : ''}\n`);
+      process.stderr.write(
+        `${err.message}${command && !err.message.includes('Usage:') ? `\n\n${usage(command)}` : ''}\n`,
+      );
       process.exit(2);
     }
     // A refusal of the service (not found, conflict, not configured…) reads as the API's answer would.
-    const message = err instanceof AppError ? `${err.code}: ${err.message}${err.field ? ` (field ${err.field})` : ''}` : err instanceof Error ? err.message : String(err);
+    const message =
+      err instanceof AppError
+        ? `${err.code}: ${err.message}${err.field ? ` (field ${err.field})` : ''}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
     process.stderr.write(`${message}\n`);
     process.exit(1);
   },

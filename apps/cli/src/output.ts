@@ -24,7 +24,11 @@ export function table(rows: Record<string, unknown>[]): string {
   const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))].filter((k) => rows.some((r) => cell(r[k]) !== ''));
   const cells = rows.map((r) => keys.map((k) => cell(r[k]).replace(/\s+/g, ' ')));
   const widths = keys.map((k, i) => Math.min(60, Math.max(k.length, ...cells.map((c) => c[i].length))));
-  const line = (cs: string[]) => cs.map((c, i) => (c.length > widths[i] ? `${c.slice(0, widths[i] - 1)}…` : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cs: string[]) =>
+    cs
+      .map((c, i) => (c.length > widths[i] ? `${c.slice(0, widths[i] - 1)}…` : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(keys), ...cells.map(line)].join('\n');
 }
 
@@ -37,7 +41,11 @@ export function human(value: unknown): string {
   if (entries.length === 1 && lists.length === 1) return table(lists[0][1] as Record<string, unknown>[]);
   const width = Math.max(...entries.map(([k]) => k.length));
   return entries
-    .map(([k, v]) => (Array.isArray(v) && v.length && v.every(isRecord) ? `${k}:\n${indent(table(v as Record<string, unknown>[]))}` : `${k.padEnd(width)}  ${cell(v)}`))
+    .map(([k, v]) =>
+      Array.isArray(v) && v.length && v.every(isRecord)
+        ? `${k}:\n${indent(table(v as Record<string, unknown>[]))}`
+        : `${k.padEnd(width)}  ${cell(v)}`,
+    )
     .join('\n');
 }
 

@@ -13,7 +13,9 @@ class WorkerRootModule {
 
 /** The worker: a Nest application context (no HTTP) running the BullMQ processors. */
 export async function createWorkerApp(config: AppConfig): Promise<INestApplicationContext> {
-  const app = await NestFactory.createApplicationContext(WorkerRootModule.with(config), { logger: createLogger(config.LOG_LEVEL) });
+  const app = await NestFactory.createApplicationContext(WorkerRootModule.with(config), {
+    logger: createLogger(config.LOG_LEVEL),
+  });
   app.enableShutdownHooks();
   return app;
 }

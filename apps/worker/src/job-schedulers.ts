@@ -9,14 +9,20 @@ const logger = new Logger('job-schedulers');
  * loses the schedulers; without this the exporters' tick and the periodic catch-up would stop
  * until the worker restarts (found by the Redis outage scenario of test/faults).
  */
-export async function keepJobScheduler(queue: Queue, id: string, repeat: Omit<RepeatOptions, 'key'>, template: { name: string; data: object; opts?: JobSchedulerTemplateOptions }): Promise<void> {
+export async function keepJobScheduler(
+  queue: Queue,
+  id: string,
+  repeat: Omit<RepeatOptions, 'key'>,
+  template: { name: string; data: object; opts?: JobSchedulerTemplateOptions },
+): Promise<void> {
   const upsert = () => queue.upsertJobScheduler(id, repeat, template);
   await upsert();
   const client = await queue.client;
   client.on('ready', () => {
     upsert().then(
       () => logger.debug({ msg: 'job scheduler upserted after Redis reconnect', id }),
-      (err: Error) => logger.warn({ msg: 'could not upsert a job scheduler after Redis reconnect', id, error: err.message }),
+      (err: Error) =>
+        logger.warn({ msg: 'could not upsert a job scheduler after Redis reconnect', id, error: err.message }),
     );
   });
 }

@@ -30,11 +30,19 @@ export const LIMIT_TYPES = ['cost', 'totalTokens', 'inputTokens', 'outputTokens'
 export type LimitType = (typeof LIMIT_TYPES)[number];
 
 // Bounded so that a limit in micro-units always fits a bigint column.
-const amount = z.number({ error: 'must be a number' }).finite('must be finite').positive('must be positive').max(1e9, 'must be at most 1000000000');
+const amount = z
+  .number({ error: 'must be a number' })
+  .finite('must be finite')
+  .positive('must be positive')
+  .max(1e9, 'must be at most 1000000000');
 /** A cost unit: a three-letter currency code such as USD (the same rule as an event's cost). */
 export const costUnitSchema = z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD');
 
-const tokenLimit = z.number({ error: 'must be a number' }).int('must be an integer').positive('must be positive').max(1e15, 'must be at most 1e15');
+const tokenLimit = z
+  .number({ error: 'must be a number' })
+  .int('must be an integer')
+  .positive('must be positive')
+  .max(1e15, 'must be at most 1e15');
 
 /** The step's ids; `runId` stands for the trace when no traceId is given. */
 export const guardContextSchema = z.strictObject({
@@ -62,25 +70,42 @@ const budgetFields = {
   maxInputTokens: tokenLimit.optional(),
   maxOutputTokens: tokenLimit.optional(),
   /** Warn (soft threshold) once usage reaches this percentage of a limit. */
-  warnAtPercent: z.number({ error: 'must be a number' }).gt(0, 'must be above 0').lt(100, 'must be below 100').optional(),
+  warnAtPercent: z
+    .number({ error: 'must be a number' })
+    .gt(0, 'must be above 0')
+    .lt(100, 'must be below 100')
+    .optional(),
 };
 
 /** Budget alerts: thresholds in percent of each limit, each crossed once (BudgetThresholdCrossed). */
 const alertFields = {
   alerts: z
-    .array(z.number({ error: 'must be a number' }).finite('must be finite').gt(0, 'must be above 0').max(1000, 'must be at most 1000'))
+    .array(
+      z
+        .number({ error: 'must be a number' })
+        .finite('must be finite')
+        .gt(0, 'must be above 0')
+        .max(1000, 'must be at most 1000'),
+    )
     .max(10, 'must hold at most 10 thresholds')
     .refine((a) => new Set(a).size === a.length, 'must not repeat a threshold')
     .optional(),
   /** Points a rolling window's usage must fall below a threshold before it alerts again (default 5). */
-  alertHysteresis: z.number({ error: 'must be a number' }).min(0, 'must not be negative').max(100, 'must be at most 100').optional(),
+  alertHysteresis: z
+    .number({ error: 'must be a number' })
+    .min(0, 'must not be negative')
+    .max(100, 'must be at most 100')
+    .optional(),
 };
 /** Points below a threshold a rolling window must fall before the threshold alerts again, unless a policy says. */
 export const DEFAULT_ALERT_HYSTERESIS = 5;
 
 const hasAnAmount = [
   (l: { maxCost?: number; maxTotalTokens?: number; maxInputTokens?: number; maxOutputTokens?: number }) =>
-    l.maxCost !== undefined || l.maxTotalTokens !== undefined || l.maxInputTokens !== undefined || l.maxOutputTokens !== undefined,
+    l.maxCost !== undefined ||
+    l.maxTotalTokens !== undefined ||
+    l.maxInputTokens !== undefined ||
+    l.maxOutputTokens !== undefined,
   { message: 'must set at least one of maxCost, maxTotalTokens, maxInputTokens, maxOutputTokens' },
 ] as const;
 
@@ -90,8 +115,16 @@ export type GuardLimit = z.infer<typeof guardLimitSchema>;
 export const guardEstimateSchema = z.strictObject({
   provider: shortText(128),
   model: shortText(256),
-  inputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
-  maxOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
+  inputTokens: z
+    .number({ error: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must not be negative')
+    .max(100_000_000),
+  maxOutputTokens: z
+    .number({ error: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must not be negative')
+    .max(100_000_000),
 });
 export type GuardEstimate = z.infer<typeof guardEstimateSchema>;
 
@@ -101,17 +134,32 @@ export const estimateRequestSchema = z
     provider: shortText(128),
     model: shortText(256),
     /** The step's input tokens, when the caller counted them… */
-    inputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000).optional(),
+    inputTokens: z
+      .number({ error: 'must be a number' })
+      .int('must be an integer')
+      .min(0, 'must not be negative')
+      .max(100_000_000)
+      .optional(),
     /** …or its messages, counted here with o200k (the margin for the provider's own tokenizer is applied on top). */
     messages: z
-      .array(z.strictObject({ role: shortText(64), content: z.string().max(4_000_000, 'must be at most 4000000 characters') }))
+      .array(
+        z.strictObject({
+          role: shortText(64),
+          content: z.string().max(4_000_000, 'must be at most 4000000 characters'),
+        }),
+      )
       .min(1, 'must hold at least one message')
       .max(10_000, 'must hold at most 10000 messages')
       .optional(),
-    maxOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000_000),
+    maxOutputTokens: z
+      .number({ error: 'must be a number' })
+      .int('must be an integer')
+      .min(0, 'must not be negative')
+      .max(100_000_000),
   })
   .superRefine((r, ctx) => {
-    if ((r.inputTokens === undefined) === (r.messages === undefined)) ctx.addIssue({ code: 'custom', path: ['inputTokens'], message: 'give exactly one of inputTokens and messages' });
+    if ((r.inputTokens === undefined) === (r.messages === undefined))
+      ctx.addIssue({ code: 'custom', path: ['inputTokens'], message: 'give exactly one of inputTokens and messages' });
   });
 export type EstimateRequest = z.infer<typeof estimateRequestSchema>;
 
@@ -154,13 +202,22 @@ export const guardCheckRequestSchema = z
      * The fewest output tokens a shrunk step may have (default 1). Giving it says the caller can
      * apply an `adjust`, so a policy with `onExceed: 'shrink'` may shrink the step too.
      */
-    minOutputTokens: z.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(100_000_000).optional(),
+    minOutputTokens: z
+      .number({ error: 'must be a number' })
+      .int('must be an integer')
+      .min(1, 'must be at least 1')
+      .max(100_000_000)
+      .optional(),
   })
   .superRefine((r, ctx) => {
-    if (r.reserve && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required when reserve is true' });
-    if (r.reserve && !r.stepId) ctx.addIssue({ code: 'custom', path: ['stepId'], message: 'is required when reserve is true' });
-    if (r.onExceed === 'shrink' && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: "is required when onExceed is 'shrink'" });
-    if (r.minOutputTokens !== undefined && !r.estimate) ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required with minOutputTokens' });
+    if (r.reserve && !r.estimate)
+      ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required when reserve is true' });
+    if (r.reserve && !r.stepId)
+      ctx.addIssue({ code: 'custom', path: ['stepId'], message: 'is required when reserve is true' });
+    if (r.onExceed === 'shrink' && !r.estimate)
+      ctx.addIssue({ code: 'custom', path: ['estimate'], message: "is required when onExceed is 'shrink'" });
+    if (r.minOutputTokens !== undefined && !r.estimate)
+      ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required with minOutputTokens' });
     if (r.minOutputTokens !== undefined && r.estimate && r.minOutputTokens > r.estimate.maxOutputTokens) {
       ctx.addIssue({ code: 'custom', path: ['minOutputTokens'], message: 'must be at most estimate.maxOutputTokens' });
     }
@@ -261,7 +318,14 @@ export interface GuardCheckResponse {
   skipped: { scope: Scope; reason: string }[];
   /** Keyed `<scopeKey>@<window>`, e.g. `resource:abc@7d`, or `run:<id>` for runs. */
   usage: Record<string, ScopeUsage>;
-  reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
+  reservation?: {
+    id: string;
+    estimatedCost: number;
+    costUnit: string | null;
+    inputTokens: number;
+    outputTokens: number;
+    expiresAt: string;
+  };
   /** Present whenever the request had an estimate, dry runs included (shrunk when `adjust` is). */
   estimate?: GuardEstimateView;
   /**

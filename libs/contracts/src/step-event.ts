@@ -24,7 +24,11 @@ export const SYSTEM_EVENT_ID_PREFIX = 'tg:';
 
 /** A bounded, printable text (no control characters). */
 export const shortText = (max: number) =>
-  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).regex(noControl, 'must not contain control characters');
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .regex(noControl, 'must not contain control characters');
 
 const tokens = z
   .number({ error: 'must be a number' })
@@ -34,7 +38,10 @@ const tokens = z
 
 const isoTimestamp = z.iso
   .datetime({ offset: true, precision: undefined, message: 'must be an ISO-8601 timestamp with a time zone' })
-  .refine((s) => !Number.isNaN(Date.parse(s)) && Date.parse(s) >= EARLIEST_OCCURRED_AT, 'must be a valid instant after 2000-01-01');
+  .refine(
+    (s) => !Number.isNaN(Date.parse(s)) && Date.parse(s) >= EARLIEST_OCCURRED_AT,
+    'must be a valid instant after 2000-01-01',
+  );
 
 /**
  * Token usage of one step. Input tokens include cache reads and writes; output tokens include
@@ -65,22 +72,44 @@ export const usageSchema = z
     for (const [part, total] of parts) {
       if ((u[part] ?? 0) > (u[total] ?? 0)) {
         ok = false;
-        ctx.addIssue({ code: 'custom', path: [part], message: `must not exceed ${total} (it is a part of it, not added on top)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [part],
+          message: `must not exceed ${total} (it is a part of it, not added on top)`,
+        });
       }
     }
     if (ok && (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) > u.inputTokens) {
-      ctx.addIssue({ code: 'custom', path: ['cacheWriteTokens'], message: 'cacheReadTokens + cacheWriteTokens must not exceed inputTokens' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cacheWriteTokens'],
+        message: 'cacheReadTokens + cacheWriteTokens must not exceed inputTokens',
+      });
     }
   });
 
 export const costSchema = z.strictObject({
-  amount: z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(1_000_000, 'must be at most 1000000'),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD').default('USD'),
+  amount: z
+    .number({ error: 'must be a number' })
+    .finite('must be finite')
+    .min(0, 'must not be negative')
+    .max(1_000_000, 'must be at most 1000000'),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD')
+    .default('USD'),
   source: shortText(64).optional(),
 });
 
 export const labelsSchema = z
-  .record(z.string().min(1, 'label keys must not be empty').max(128, 'label keys must be at most 128 characters').regex(noControl, 'label keys must not contain control characters'), z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'))
+  .record(
+    z
+      .string()
+      .min(1, 'label keys must not be empty')
+      .max(128, 'label keys must be at most 128 characters')
+      .regex(noControl, 'label keys must not contain control characters'),
+    z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'),
+  )
   .refine((l) => Object.keys(l).length <= MAX_LABELS, `must have at most ${MAX_LABELS} labels`);
 
 /** The provider usage shapes the service reads (libs/contracts/src/usage/provider-usage.ts). */
@@ -108,13 +137,19 @@ const rawUsageObject = z.record(z.string(), z.unknown(), { error: 'must be an ob
       return false;
     }
     if (typeof v === 'string') {
-      if (typeof key === 'string' && COUNT_KEY.test(key)) ctx.addIssue({ code: 'custom', path, message: 'is a token count: must be a number' });
-      else if (v.length > 256 || /[\u0000\uD800-\uDFFF]/.test(v)) ctx.addIssue({ code: 'custom', path, message: 'must be a printable text of at most 256 characters' });
+      if (typeof key === 'string' && COUNT_KEY.test(key))
+        ctx.addIssue({ code: 'custom', path, message: 'is a token count: must be a number' });
+      else if (v.length > 256 || /[\u0000\uD800-\uDFFF]/.test(v))
+        ctx.addIssue({ code: 'custom', path, message: 'must be a printable text of at most 256 characters' });
       else return true;
       return false;
     }
     if (typeof v !== 'object' || depth >= MAX_RAW_DEPTH) {
-      ctx.addIssue({ code: 'custom', path, message: depth >= MAX_RAW_DEPTH ? `must be nested at most ${MAX_RAW_DEPTH} levels deep` : 'must be JSON' });
+      ctx.addIssue({
+        code: 'custom',
+        path,
+        message: depth >= MAX_RAW_DEPTH ? `must be nested at most ${MAX_RAW_DEPTH} levels deep` : 'must be JSON',
+      });
       return false;
     }
     const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
@@ -145,7 +180,10 @@ export type ProviderUsage = z.infer<typeof providerUsageSchema>;
 
 /** One LLM step, as an agent reports it. Aligned with the OpenTelemetry GenAI conventions. */
 const stepUsageEventFields = z.strictObject({
-  eventId: idSchema.refine((id) => !id.startsWith(SYSTEM_EVENT_ID_PREFIX), `must not start with ${SYSTEM_EVENT_ID_PREFIX} (reserved for the service's own events)`),
+  eventId: idSchema.refine(
+    (id) => !id.startsWith(SYSTEM_EVENT_ID_PREFIX),
+    `must not start with ${SYSTEM_EVENT_ID_PREFIX} (reserved for the service's own events)`,
+  ),
   occurredAt: isoTimestamp,
   traceId: idSchema,
   spanId: idSchema.optional(),
@@ -163,9 +201,19 @@ const stepUsageEventFields = z.strictObject({
   usage: usageSchema.optional(),
   providerUsage: providerUsageSchema.optional(),
   cost: costSchema.optional(),
-  durationMs: z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(7 * 24 * 3600 * 1000, 'must be at most 7 days').optional(),
+  durationMs: z
+    .number({ error: 'must be a number' })
+    .finite('must be finite')
+    .min(0, 'must not be negative')
+    .max(7 * 24 * 3600 * 1000, 'must be at most 7 days')
+    .optional(),
   finishReason: shortText(64).optional(),
-  stepIndex: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(100_000, 'must be at most 100000').optional(),
+  stepIndex: z
+    .number({ error: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must not be negative')
+    .max(100_000, 'must be at most 100000')
+    .optional(),
   reservationId: idSchema.optional(),
   labels: labelsSchema.optional(),
   tags: z.array(shortText(128)).max(MAX_TAGS, `must have at most ${MAX_TAGS} tags`).optional(),
@@ -175,8 +223,14 @@ const stepUsageEventFields = z.strictObject({
 
 /** A step event carries its usage in Tollgate's terms (`usage`) or in its provider's (`providerUsage`): one of them. */
 export const stepUsageEventSchema = stepUsageEventFields.superRefine((e, ctx) => {
-  if (e.usage && e.providerUsage) ctx.addIssue({ code: 'custom', path: ['providerUsage'], message: 'must not be sent with usage: send one of them' });
-  if (!e.usage && !e.providerUsage) ctx.addIssue({ code: 'custom', path: ['usage'], message: 'is required (or providerUsage: the provider’s usage object and its format)' });
+  if (e.usage && e.providerUsage)
+    ctx.addIssue({ code: 'custom', path: ['providerUsage'], message: 'must not be sent with usage: send one of them' });
+  if (!e.usage && !e.providerUsage)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['usage'],
+      message: 'is required (or providerUsage: the provider’s usage object and its format)',
+    });
 });
 
 /** A parsed step event; its `usage` is filled from `providerUsage` by `withProviderUsageRead`. */

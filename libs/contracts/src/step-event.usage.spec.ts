@@ -15,7 +15,10 @@ describe('usageSchema cacheWrite1hTokens', () => {
       const result = usageSchema.safeParse(usage);
       expect(result.success).toBe(false);
       expect(result.error!.issues.map((i) => ({ path: i.path, message: i.message }))).toEqual([
-        { path: ['cacheWrite1hTokens'], message: 'must not exceed cacheWriteTokens (it is a part of it, not added on top)' },
+        {
+          path: ['cacheWrite1hTokens'],
+          message: 'must not exceed cacheWriteTokens (it is a part of it, not added on top)',
+        },
       ]);
     }
   });

@@ -20,7 +20,10 @@ export function problemsOf(error: z.ZodError, prefix = ''): FieldProblem[] {
   return error.issues.map((issue) => {
     // Unknown keys are reported on the object; name the key itself, which is what the user must fix.
     if (issue.code === 'unrecognized_keys') {
-      return { field: fieldPath([...issue.path, issue.keys[0]], prefix), reason: `is not a known field${issue.keys.length > 1 ? ` (nor ${issue.keys.slice(1).join(', ')})` : ''}` };
+      return {
+        field: fieldPath([...issue.path, issue.keys[0]], prefix),
+        reason: `is not a known field${issue.keys.length > 1 ? ` (nor ${issue.keys.slice(1).join(', ')})` : ''}`,
+      };
     }
     if (issue.code === 'invalid_type' && issue.input === undefined) {
       return { field: fieldPath(issue.path, prefix), reason: 'is required' };
@@ -92,9 +95,10 @@ export const EARLIEST_INSTANT = Date.UTC(2000, 0, 1);
 export const LATEST_INSTANT = Date.UTC(9999, 11, 31);
 
 /** Whether an epoch-ms instant is one a request may name. */
-export const isAcceptedInstant = (ms: number): boolean => Number.isFinite(ms) && ms >= EARLIEST_INSTANT && ms < LATEST_INSTANT;
+export const isAcceptedInstant = (ms: number): boolean =>
+  Number.isFinite(ms) && ms >= EARLIEST_INSTANT && ms < LATEST_INSTANT;
 
 /** A timestamp in a request: ISO-8601 with a time zone, between 2000-01-01 and 9999-12-31. */
-export const isoInstantSchema = z
-  .iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' })
+export const isoInstantSchema = z.iso
+  .datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' })
   .refine((s) => isAcceptedInstant(Date.parse(s)), 'must be between 2000-01-01 and 9999-12-31');

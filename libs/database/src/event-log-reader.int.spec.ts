@@ -11,7 +11,12 @@ describe('readEventsAfter', () => {
     const project = `reader-${randomUUID()}`;
     await prisma.$queryRawUnsafe(`SELECT ensure_event_partition(now())`);
     for (const tx of ['10', '9']) {
-      await prisma.$executeRawUnsafe(`INSERT INTO events (tx, project_id, event_id, type, occurred_at) VALUES ($1::xid8, $2, $3, 'StepUsageRecorded', now())`, tx, project, `e-${tx}`);
+      await prisma.$executeRawUnsafe(
+        `INSERT INTO events (tx, project_id, event_id, type, occurred_at) VALUES ($1::xid8, $2, $3, 'StepUsageRecorded', now())`,
+        tx,
+        project,
+        `e-${tx}`,
+      );
     }
     const first = await readEventsAfter(prisma, LOG_START, 1, project);
     const second = await readEventsAfter(prisma, checkpointAfter(LOG_START, first), 1, project);

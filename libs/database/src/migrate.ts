@@ -49,12 +49,17 @@ export async function applyMigrations(url: string, dir: string): Promise<Migrati
       id varchar(36) PRIMARY KEY, checksum varchar(64) NOT NULL, finished_at timestamptz,
       migration_name varchar(255) NOT NULL, logs text, rolled_back_at timestamptz,
       started_at timestamptz NOT NULL DEFAULT now(), applied_steps_count integer NOT NULL DEFAULT 0)`);
-    const { rows } = await client.query<{ migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null }>(
-      'SELECT migration_name, checksum, finished_at, rolled_back_at FROM _prisma_migrations',
-    );
+    const { rows } = await client.query<{
+      migration_name: string;
+      checksum: string;
+      finished_at: Date | null;
+      rolled_back_at: Date | null;
+    }>('SELECT migration_name, checksum, finished_at, rolled_back_at FROM _prisma_migrations');
     const failed = rows.find((r) => !r.finished_at && !r.rolled_back_at);
     if (failed) {
-      throw new Error(`Migration ${failed.migration_name} failed earlier; fix it and mark it rolled back before migrating again`);
+      throw new Error(
+        `Migration ${failed.migration_name} failed earlier; fix it and mark it rolled back before migrating again`,
+      );
     }
     const done = new Map(rows.filter((r) => r.finished_at).map((r) => [r.migration_name, r.checksum]));
     const names = (await readdir(dir, { withFileTypes: true }))
@@ -71,10 +76,11 @@ export async function applyMigrations(url: string, dir: string): Promise<Migrati
         continue;
       }
       const id = randomUUID();
-      await client.query(
-        'INSERT INTO _prisma_migrations (id, checksum, migration_name) VALUES ($1, $2, $3)',
-        [id, checksum, name],
-      );
+      await client.query('INSERT INTO _prisma_migrations (id, checksum, migration_name) VALUES ($1, $2, $3)', [
+        id,
+        checksum,
+        name,
+      ]);
       try {
         await client.query('BEGIN');
         await client.query(sql.toString('utf8'));
@@ -84,10 +90,9 @@ export async function applyMigrations(url: string, dir: string): Promise<Migrati
         await client.query('UPDATE _prisma_migrations SET logs = $2 WHERE id = $1', [id, String(err)]);
         throw new Error(`Migration ${name} failed: ${(err as Error).message}`);
       }
-      await client.query(
-        'UPDATE _prisma_migrations SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
-        [id],
-      );
+      await client.query('UPDATE _prisma_migrations SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [
+        id,
+      ]);
       applied.push(name);
     }
     return { applied };
@@ -99,5 +104,13 @@ export async function applyMigrations(url: string, dir: string): Promise<Migrati
 
 /** Where the migrations are, from source (ts-node/jest) or from dist/. */
 export function migrationsDir(): string {
-  return join(__dirname, '..', '..', '..', ...(__dirname.includes(`${join('dist', 'libs')}`) ? ['..'] : []), 'prisma', 'migrations');
+  return join(
+    __dirname,
+    '..',
+    '..',
+    '..',
+    ...(__dirname.includes(`${join('dist', 'libs')}`) ? ['..'] : []),
+    'prisma',
+    'migrations',
+  );
 }

@@ -31,7 +31,9 @@ export class EventPartitions {
     const names: string[] = [];
     for (let i = 0; i <= monthsAhead; i++) {
       const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + i, 15));
-      const rows = await this.prisma.$queryRaw<{ name: string }[]>`SELECT ensure_event_partition(${d}::timestamptz) AS name`;
+      const rows = await this.prisma.$queryRaw<
+        { name: string }[]
+      >`SELECT ensure_event_partition(${d}::timestamptz) AS name`;
       names.push(rows[0].name);
       this.known.add(monthOf(d));
     }

@@ -38,7 +38,11 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
   }
 
   /** One transaction on one connection of the pool, for hot-path SQL. */
-  transaction<T>(fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening?: readonly string[]): Promise<T> {
+  transaction<T>(
+    fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>,
+    timeoutMs?: number,
+    opening?: readonly string[],
+  ): Promise<T> {
     return inTransaction(this.pool, fn, timeoutMs, opening);
   }
 

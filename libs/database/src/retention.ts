@@ -60,9 +60,16 @@ export class EventRetention {
   constructor(private readonly prisma: PrismaService) {}
 
   async apply(now: Date, months: number, coveredBy: string): Promise<RetentionResult> {
-    if (!Number.isInteger(months) || months < 13) throw new Error(`retention must be at least 13 months (got ${months})`);
+    if (!Number.isInteger(months) || months < 13)
+      throw new Error(`retention must be at least 13 months (got ${months})`);
     const cutoff = retentionCutoff(now, months);
-    const result: RetentionResult = { cutoff: cutoff.toISOString(), dropped: [], waiting: [], eventIdsDeleted: 0, usageCountersDeleted: 0 };
+    const result: RetentionResult = {
+      cutoff: cutoff.toISOString(),
+      dropped: [],
+      waiting: [],
+      eventIdsDeleted: 0,
+      usageCountersDeleted: 0,
+    };
 
     for (const p of [...(await this.orphans(cutoff)), ...(await listEventPartitions(this.prisma))]) {
       if (p.to.getTime() > cutoff.getTime()) continue;
@@ -74,7 +81,9 @@ export class EventRetention {
       // Nothing can be inserted into a month this old (ingest refuses it), but check again on the
       // detached table before it is dropped: a row the rollups have not read goes back.
       if (!(await this.covered(p.name, coveredBy))) {
-        await this.prisma.$executeRawUnsafe(`ALTER TABLE events ATTACH PARTITION ${ident(p.name)} FOR VALUES FROM ('${p.from.toISOString()}') TO ('${p.to.toISOString()}')`);
+        await this.prisma.$executeRawUnsafe(
+          `ALTER TABLE events ATTACH PARTITION ${ident(p.name)} FOR VALUES FROM ('${p.from.toISOString()}') TO ('${p.to.toISOString()}')`,
+        );
         result.waiting.push(p.name);
         continue;
       }
@@ -86,8 +95,14 @@ export class EventRetention {
     // The history of the months the log no longer has (all of it before the oldest partition left).
     const remaining = await listEventPartitions(this.prisma);
     const keptFrom = new Date(Math.min(cutoff.getTime(), remaining[0]?.from.getTime() ?? cutoff.getTime()));
-    result.eventIdsDeleted = await this.prisma.$executeRawUnsafe(`DELETE FROM event_ids WHERE occurred_at < $1::timestamptz`, keptFrom);
-    result.usageCountersDeleted = await this.prisma.$executeRawUnsafe(`DELETE FROM usage_counters WHERE granularity IN ('h', 'd') AND bucket_start < $1::timestamptz`, keptFrom);
+    result.eventIdsDeleted = await this.prisma.$executeRawUnsafe(
+      `DELETE FROM event_ids WHERE occurred_at < $1::timestamptz`,
+      keptFrom,
+    );
+    result.usageCountersDeleted = await this.prisma.$executeRawUnsafe(
+      `DELETE FROM usage_counters WHERE granularity IN ('h', 'd') AND bucket_start < $1::timestamptz`,
+      keptFrom,
+    );
     return result;
   }
 
@@ -106,7 +121,9 @@ export class EventRetention {
     // one leaves the partition "detach pending", which only FINALIZE completes.
     const client = await this.prisma.pool.connect();
     try {
-      await client.query(`ALTER TABLE events DETACH PARTITION ${ident(p.name)} ${p.detachPending ? 'FINALIZE' : 'CONCURRENTLY'}`);
+      await client.query(
+        `ALTER TABLE events DETACH PARTITION ${ident(p.name)} ${p.detachPending ? 'FINALIZE' : 'CONCURRENTLY'}`,
+      );
     } finally {
       client.release();
     }
@@ -121,7 +138,13 @@ export class EventRetention {
     return rows
       .map(({ name }) => {
         const from = new Date(Date.UTC(Number(name.slice(7, 11)), Number(name.slice(12, 14)) - 1, 1));
-        return { name, from, to: new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + 1, 1)), detachPending: false, attached: false };
+        return {
+          name,
+          from,
+          to: new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + 1, 1)),
+          detachPending: false,
+          attached: false,
+        };
       })
       .filter((p) => p.to.getTime() <= cutoff.getTime());
   }

@@ -52,7 +52,12 @@ export function poolSql(pool: Pool | PoolClient): Sql {
  * `opening` are statements without parameters sent with BEGIN in the same round trip (a simple
  * query may hold several); `fn` gets the rows of the last of them.
  */
-export async function inTransaction<T>(pool: Pool, fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>, timeoutMs?: number, opening: readonly string[] = []): Promise<T> {
+export async function inTransaction<T>(
+  pool: Pool,
+  fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>,
+  timeoutMs?: number,
+  opening: readonly string[] = [],
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   let committed = false;
@@ -66,8 +71,13 @@ export async function inTransaction<T>(pool: Pool, fn: (sql: TxSql, opened: Reco
   };
   try {
     const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
-    const statements = ['BEGIN', ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]), ...opening];
-    const results = (await client.query(statements.join('; '))) as unknown as { rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[];
+    const statements = [
+      'BEGIN',
+      ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]),
+      ...opening,
+    ];
+    const results = (await client.query(statements.join('; '))) as unknown as
+      { rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[];
     const last = Array.isArray(results) ? results[results.length - 1] : results;
     const result = await fn(tx, opening.length ? last.rows : []);
     if (!committed) await client.query('COMMIT');

@@ -1,6 +1,14 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
-import { deadLetterBatches, deadLetterEvents, exporterLagEvents, exporterLagSeconds, exporterPaused, ObservabilityModule, ScrapeHooks } from '@tollgate/telemetry';
+import {
+  deadLetterBatches,
+  deadLetterEvents,
+  exporterLagEvents,
+  exporterLagSeconds,
+  exporterPaused,
+  ObservabilityModule,
+  ScrapeHooks,
+} from '@tollgate/telemetry';
 import { ExportersController } from './config/exporters.controller';
 import { ExportersService } from './config/exporters.service';
 import { Destinations } from './destination/destinations';
@@ -23,7 +31,8 @@ export class ExportersModule implements OnModuleInit {
   onModuleInit(): void {
     this.hooks.register('exporters', async () => {
       const lags = await exporterLags(this.prisma);
-      for (const gauge of [exporterLagEvents, exporterLagSeconds, exporterPaused, deadLetterBatches, deadLetterEvents]) gauge.reset();
+      for (const gauge of [exporterLagEvents, exporterLagSeconds, exporterPaused, deadLetterBatches, deadLetterEvents])
+        gauge.reset();
       for (const l of lags) {
         const labels = { project: l.projectId, exporter: l.name };
         exporterLagEvents.set(labels, l.lagEvents);

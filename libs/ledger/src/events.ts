@@ -25,7 +25,16 @@ interface SystemEventBase {
 export interface BudgetReserved extends SystemEventBase {
   type: 'BudgetReserved';
   reservationId: string;
-  data: { stepId: string; scopeKeys: string[]; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; inputTokensMargin: number; expiresAt: string };
+  data: {
+    stepId: string;
+    scopeKeys: string[];
+    estimatedCost: number;
+    costUnit: string | null;
+    inputTokens: number;
+    outputTokens: number;
+    inputTokensMargin: number;
+    expiresAt: string;
+  };
 }
 
 /** A step event named the reservation: its actual usage replaced the estimate. */
@@ -46,7 +55,12 @@ export interface ReservationReleased extends SystemEventBase {
 export interface ReservationExceeded extends SystemEventBase {
   type: 'ReservationExceeded';
   reservationId: string;
-  data: { stepEventId: string; scopeKeys: string[]; reserved: Record<string, unknown>; actual: Record<string, unknown> };
+  data: {
+    stepEventId: string;
+    scopeKeys: string[];
+    reserved: Record<string, unknown>;
+    actual: Record<string, unknown>;
+  };
 }
 
 /** Audit of a denial or a warning. */
@@ -87,7 +101,14 @@ export interface BudgetExhausted extends SystemEventBase {
 }
 
 /** The events the service itself appends to the log, beside the clients' step events. */
-export type SystemEvent = BudgetReserved | ReservationSettled | ReservationReleased | ReservationExceeded | GuardDecided | BudgetThresholdCrossed | BudgetExhausted;
+export type SystemEvent =
+  | BudgetReserved
+  | ReservationSettled
+  | ReservationReleased
+  | ReservationExceeded
+  | GuardDecided
+  | BudgetThresholdCrossed
+  | BudgetExhausted;
 
 /** A step's cost as priced at one time; all null when it had no price. */
 export interface StepCost {

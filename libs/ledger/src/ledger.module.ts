@@ -21,14 +21,43 @@ import { ProjectsService } from './projects/projects.service';
 
 /** The ledger's domain: shared by the API and the worker. */
 @Module({
-  providers: [AppendEventsHandler, CheckGuardHandler, StepPricer, ProjectSettingsReader, PoliciesService, PricesService, ProjectsService, Repricer, ReservationsService, BudgetAlerts],
-  exports: [StepPricer, ProjectSettingsReader, PoliciesService, PricesService, ProjectsService, Repricer, ReservationsService],
+  providers: [
+    AppendEventsHandler,
+    CheckGuardHandler,
+    StepPricer,
+    ProjectSettingsReader,
+    PoliciesService,
+    PricesService,
+    ProjectsService,
+    Repricer,
+    ReservationsService,
+    BudgetAlerts,
+  ],
+  exports: [
+    StepPricer,
+    ProjectSettingsReader,
+    PoliciesService,
+    PricesService,
+    ProjectsService,
+    Repricer,
+    ReservationsService,
+  ],
 })
 export class LedgerModule {}
 
 /** The ledger's HTTP surface, for the API app. */
 @Module({
   imports: [LedgerModule],
-  controllers: [EstimateController, EventsController, AdminController, PricesController, RepriceController, GuardController, PoliciesController, StepsController, AlertsController],
+  controllers: [
+    EstimateController,
+    EventsController,
+    AdminController,
+    PricesController,
+    RepriceController,
+    GuardController,
+    PoliciesController,
+    StepsController,
+    AlertsController,
+  ],
 })
 export class LedgerHttpModule {}

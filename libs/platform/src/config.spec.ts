@@ -3,7 +3,12 @@ import { ConfigError, loadConfig } from './config';
 describe('loadConfig', () => {
   it('fills defaults for a bare environment', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ PORT: 3000, DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/tollgate', REDIS_URL: 'redis://127.0.0.1:6379', LOG_LEVEL: 'log' });
+    expect(c).toMatchObject({
+      PORT: 3000,
+      DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/tollgate',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      LOG_LEVEL: 'log',
+    });
     expect(c.TOLLGATE_ADMIN_TOKEN).toBeUndefined();
   });
 

@@ -29,7 +29,11 @@ export class PlatformModule {
       { provide: Config, useValue: new Config(config) },
       { provide: QueueConnection, useValue: new QueueConnection(connection) },
       { provide: PrismaService, useFactory: () => new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE) },
-      { provide: EventPartitions, useFactory: (prisma: PrismaService) => new EventPartitions(prisma), inject: [PrismaService] },
+      {
+        provide: EventPartitions,
+        useFactory: (prisma: PrismaService) => new EventPartitions(prisma),
+        inject: [PrismaService],
+      },
       RedisClient,
       JobHandlers,
       Clock,
@@ -44,7 +48,12 @@ export class PlatformModule {
     return {
       module: PlatformModule,
       global: true,
-      imports: [DiscoveryModule, CqrsModule.forRoot(), BullModule.forRoot({ connection, prefix: config.QUEUE_PREFIX }), queues],
+      imports: [
+        DiscoveryModule,
+        CqrsModule.forRoot(),
+        BullModule.forRoot({ connection, prefix: config.QUEUE_PREFIX }),
+        queues,
+      ],
       providers,
       exports: [...providers, queues, CqrsModule],
     };

@@ -52,7 +52,9 @@ export function createRedis(config: AppConfig, overrides: RedisOptions = {}): IO
  * reads). The caller closes a Cluster it got: BullMQ does not close a connection it was given.
  */
 export function queueConnection(config: AppConfig): RedisOptions | Cluster {
-  return config.REDIS_CLUSTER_NODES ? (createRedis(config, { maxRetriesPerRequest: null }) as Cluster) : redisOptions(config);
+  return config.REDIS_CLUSTER_NODES
+    ? (createRedis(config, { maxRetriesPerRequest: null }) as Cluster)
+    : redisOptions(config);
 }
 
 /** The queues' shared connection; a Cluster client is closed after everything using it has stopped. */
@@ -84,10 +86,15 @@ export class RedisClient implements OnModuleDestroy {
 
   async ping(timeoutMs = 1000): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)));
+    const timeout = new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)),
+    );
     try {
       // Commands fail at once while the connection is (re)established; wait for it within the budget.
-      const ready = this.redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => this.redis.once('ready', () => resolve()));
+      const ready =
+        this.redis.status === 'ready'
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => this.redis.once('ready', () => resolve()));
       const reply = await Promise.race([ready.then(() => this.redis.ping()), timeout]);
       return reply === 'PONG';
     } catch {

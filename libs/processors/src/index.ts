@@ -38,7 +38,11 @@ export type {
   MastraShape,
 } from './cost-guard/cost-guard.processor';
 export type { CostGuardStepReport } from './cost-guard/step-report';
-export { ObservabilityCostSource, TOKEN_COST_METRICS, type ObservabilityStoreShape } from './cost-guard/observability-cost-source';
+export {
+  ObservabilityCostSource,
+  TOKEN_COST_METRICS,
+  type ObservabilityStoreShape,
+} from './cost-guard/observability-cost-source';
 export { formatCost, formatViolationMessage } from './cost-guard/violation-message';
 export { readContextIds, scopeId } from './tollgate/context-ids';
 export type { TrimMode } from './token-limiter/select-messages';

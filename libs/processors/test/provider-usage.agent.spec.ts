@@ -38,13 +38,16 @@ function context() {
 }
 
 async function run(agent: Agent, mode: 'generate' | 'stream') {
-  if (mode === 'generate') return (await agent.generate('What is in the cached document?', { requestContext: context() })).text;
+  if (mode === 'generate')
+    return (await agent.generate('What is in the cached document?', { requestContext: context() })).text;
   return (await agent.stream('What is in the cached document?', { requestContext: context() })).text;
 }
 
 /** The in-memory Tollgate, refusing what the service refuses: an event its schema rejects is not stored. */
 function validatingTollgate() {
-  const tollgate = new InMemoryTollgate({ [`anthropic/${ANTHROPIC_MODEL}`]: { inputPerMillion: 3, outputPerMillion: 15 } });
+  const tollgate = new InMemoryTollgate({
+    [`anthropic/${ANTHROPIC_MODEL}`]: { inputPerMillion: 3, outputPerMillion: 15 },
+  });
   const refused: string[] = [];
   const record = tollgate.events.record;
   tollgate.events.record = async (event: StepUsageEvent) => {
@@ -59,33 +62,63 @@ function validatingTollgate() {
   return { tollgate, refused };
 }
 
-const price = (usage: typeof EXPECTED_USAGE) => priceStep({ provider: 'anthropic', model: ANTHROPIC_MODEL, usage }, PRICED_AT, []);
+const price = (usage: typeof EXPECTED_USAGE) =>
+  priceStep({ provider: 'anthropic', model: ANTHROPIC_MODEL, usage }, PRICED_AT, []);
 
 describe('an Anthropic step with cache reads through a real Mastra Agent', () => {
   it('is priced by the service at 3,450 micro-USD when the cache is inside the input total', () => {
-    expect(price(EXPECTED_USAGE)).toMatchObject({ priced: true, source: 'catalog', currency: 'USD', costMicros: EXPECTED_MICROS, inputCostMicros: 3_150n, outputCostMicros: 300n });
+    expect(price(EXPECTED_USAGE)).toMatchObject({
+      priced: true,
+      source: 'catalog',
+      currency: 'USD',
+      costMicros: EXPECTED_MICROS,
+      inputCostMicros: 3_150n,
+      outputCostMicros: 300n,
+    });
   });
 
-  it.each(cases)('CostGuardProcessor records 10,050 input tokens, 10,000 of them cache reads, and settles the reservation (%s model, %s)', async (spec, mode) => {
-    const { tollgate, refused } = validatingTollgate();
-    const costGuard = new CostGuardProcessor({ maxCost: 5, client: tollgate, logger: { warn: () => undefined } });
-    const agent = new Agent({ id: 'cached', name: 'cached', instructions: 'Answer from the document.', model: anthropicModel(spec) as never, inputProcessors: [costGuard] });
+  it.each(cases)(
+    'CostGuardProcessor records 10,050 input tokens, 10,000 of them cache reads, and settles the reservation (%s model, %s)',
+    async (spec, mode) => {
+      const { tollgate, refused } = validatingTollgate();
+      const costGuard = new CostGuardProcessor({ maxCost: 5, client: tollgate, logger: { warn: () => undefined } });
+      const agent = new Agent({
+        id: 'cached',
+        name: 'cached',
+        instructions: 'Answer from the document.',
+        model: anthropicModel(spec) as never,
+        inputProcessors: [costGuard],
+      });
 
-    expect(await run(agent, mode)).toBe('Cached answer.');
+      expect(await run(agent, mode)).toBe('Cached answer.');
 
-    expect(refused).toEqual([]);
-    expect(tollgate.recorded.map((r) => r.event.usage)).toEqual([EXPECTED_USAGE]);
-    expect(tollgate.recorded[0]!.event).toMatchObject({ provider: 'anthropic', model: ANTHROPIC_MODEL, reservationId: expect.any(String) });
-    expect(tollgate.open).toEqual([]);
-    expect(price(tollgate.recorded[0]!.event.usage as typeof EXPECTED_USAGE)).toMatchObject({ costMicros: EXPECTED_MICROS });
-  });
+      expect(refused).toEqual([]);
+      expect(tollgate.recorded.map((r) => r.event.usage)).toEqual([EXPECTED_USAGE]);
+      expect(tollgate.recorded[0]!.event).toMatchObject({
+        provider: 'anthropic',
+        model: ANTHROPIC_MODEL,
+        reservationId: expect.any(String),
+      });
+      expect(tollgate.open).toEqual([]);
+      expect(price(tollgate.recorded[0]!.event.usage as typeof EXPECTED_USAGE)).toMatchObject({
+        costMicros: EXPECTED_MICROS,
+      });
+    },
+  );
 
   it.each(cases)("the SDK's TollgateStepProcessor records the same usage (%s model, %s)", async (spec, mode) => {
     const service = fakeService(acceptAll);
     const client = new TollgateClient({ baseUrl: 'http://tollgate.test', apiKey: 'tg_test', fetch: service.fetch });
     const errors: unknown[] = [];
     const steps = new TollgateStepProcessor({ client, entityName: 'cached', onError: (e) => errors.push(e) });
-    const agent = new Agent({ id: 'cached', name: 'cached', instructions: 'Answer from the document.', model: anthropicModel(spec) as never, inputProcessors: [steps], outputProcessors: [steps] });
+    const agent = new Agent({
+      id: 'cached',
+      name: 'cached',
+      instructions: 'Answer from the document.',
+      model: anthropicModel(spec) as never,
+      inputProcessors: [steps],
+      outputProcessors: [steps],
+    });
 
     expect(await run(agent, mode)).toBe('Cached answer.');
     await client.events.flush();

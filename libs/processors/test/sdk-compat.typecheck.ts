@@ -3,9 +3,22 @@
  * `TollgateClient` from `@tollgate/sdk` stops fitting the processors' client interface, or if the
  * processors' copies of the guard shapes drift from the service's contracts.
  */
-import type { GuardCheckResponse as ServiceResponse, GuardFinding as ServiceFinding, RecordStepEvent, ScopeUsage, TollgateClient } from '@tollgate/sdk';
+import type {
+  GuardCheckResponse as ServiceResponse,
+  GuardFinding as ServiceFinding,
+  RecordStepEvent,
+  ScopeUsage,
+  TollgateClient,
+} from '@tollgate/sdk';
 import type { GuardCheckRequest as ServiceRequestInput } from '@tollgate/sdk';
-import type { GuardCheckRequest, GuardCheckResponse, GuardFinding, GuardScopeUsage, StepUsageEvent, TollgateGuardClient } from '../src';
+import type {
+  GuardCheckRequest,
+  GuardCheckResponse,
+  GuardFinding,
+  GuardScopeUsage,
+  StepUsageEvent,
+  TollgateGuardClient,
+} from '../src';
 
 declare const sdk: TollgateClient;
 export const client: TollgateGuardClient = sdk;

@@ -12,14 +12,19 @@ const reference = getEncoding('o200k_base');
 const exact = (s: string) => reference.encode(s, [], []).length;
 const SYSTEM = 'You are a support agent.';
 
-const WORDS = 'the invoice for march was paid twice, so we need a refund of 1,250.00 EUR — café naïve 😅 東京 tracking JD0146 status: shipped\n/path/to'.split(' ');
+const WORDS =
+  'the invoice for march was paid twice, so we need a refund of 1,250.00 EUR — café naïve 😅 東京 tracking JD0146 status: shipped\n/path/to'.split(
+    ' ',
+  );
 function thread(n: number, seed: number) {
   let s = seed;
   const random = () => ((s = (s * 1_103_515_245 + 12_345) % 2_147_483_648), s / 2_147_483_648);
   return Array.from({ length: n }, (_, i) => {
     // Mostly long messages, some very short ones: best-fit keeps looking for those past the first that does not fit.
     const words = random() < 0.2 ? 1 + Math.floor(random() * 3) : 20 + Math.floor(random() * 200);
-    const body = Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(random() < 0.1 ? '  ' : ' ');
+    const body = Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(
+      random() < 0.1 ? '  ' : ' ',
+    );
     return text(i % 2 ? 'assistant' : 'user', body, `lazy-${seed}-${i}`);
   });
 }
@@ -57,7 +62,9 @@ describe('TokenLimiterProcessor lazy counting', () => {
     expect(list.get.all.db().map((m) => m.id)).toEqual(expected);
     // The counts it made are exact, and a trimmed thread was not counted whole.
     for (const m of list.get.all.db()) {
-      expect(limiter.counter.countMessage(m as never)).toBe(TOKENS_PER_MESSAGE + exact(m.role) + exact((m.content.parts[0] as { text: string }).text));
+      expect(limiter.counter.countMessage(m as never)).toBe(
+        TOKENS_PER_MESSAGE + exact(m.role) + exact((m.content.parts[0] as { text: string }).text),
+      );
     }
     if (expected.length < history.length / 2) expect(limiter.counter.encodedStrings).toBeLessThan(history.length / 2);
   });
@@ -66,9 +73,18 @@ describe('TokenLimiterProcessor lazy counting', () => {
     const history = thread(400, 99);
     const limit = 8_000;
     const expected = new Set(referenceKept(history, limit, 'best-fit'));
-    const prompt = [{ role: 'system', content: SYSTEM }, ...history.map((m) => ({ role: m.role, content: [{ type: 'text', text: (m.content.parts![0] as { text: string }).text }] }))];
+    const prompt = [
+      { role: 'system', content: SYSTEM },
+      ...history.map((m) => ({
+        role: m.role,
+        content: [{ type: 'text', text: (m.content.parts![0] as { text: string }).text }],
+      })),
+    ];
     const limiter = new TokenLimiterProcessor(limit);
     const result = await limiter.processLLMRequest({ prompt, abort, steps: [], state: {} });
-    expect(result!.prompt).toEqual([prompt[0], ...history.flatMap((m, i) => (expected.has(m.id) ? [prompt[i + 1]] : []))]);
+    expect(result!.prompt).toEqual([
+      prompt[0],
+      ...history.flatMap((m, i) => (expected.has(m.id) ? [prompt[i + 1]] : [])),
+    ]);
   });
 });

@@ -20,7 +20,21 @@ const builds = [
 ];
 for (const b of builds) {
   const outDir = join(dist, b.dir);
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--module', b.module, '--moduleResolution', b.moduleResolution, '--outDir', outDir], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [
+      tsc,
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--module',
+      b.module,
+      '--moduleResolution',
+      b.moduleResolution,
+      '--outDir',
+      outDir,
+    ],
+    { stdio: 'inherit' },
+  );
   writeFileSync(join(outDir, 'package.json'), JSON.stringify({ type: b.type }) + '\n');
   if (b.type === 'module') addExtensions(outDir);
 }
@@ -42,7 +56,12 @@ function addExtensions(dir) {
     const fixed = text.replace(spec, (all, lead, q, rel) => {
       if (/\.(c|m)?js$/.test(rel)) return all;
       const base = resolve(dirname(file), rel);
-      const target = existsSync(base + '.js') || existsSync(base + '.d.ts') ? `${rel}.js` : existsSync(join(base, 'index.js')) ? `${rel}/index.js` : null;
+      const target =
+        existsSync(base + '.js') || existsSync(base + '.d.ts')
+          ? `${rel}.js`
+          : existsSync(join(base, 'index.js'))
+            ? `${rel}/index.js`
+            : null;
       if (!target) throw new Error(`${file}: cannot resolve ${rel}`);
       return `${lead}${q}${target}${q}`;
     });

@@ -1,6 +1,12 @@
 import { systemClock, type Clock } from './clock';
 import { TollgateError } from './errors';
-import { EventBuffer, type DroppedEvents, type EventStats, type FlushResult, type RejectedEvent } from './events/event-buffer';
+import {
+  EventBuffer,
+  type DroppedEvents,
+  type EventStats,
+  type FlushResult,
+  type RejectedEvent,
+} from './events/event-buffer';
 import { prepareEvent, type RecordStepEvent } from './events/prepare-event';
 import { GuardApi, type GuardOptions } from './guard';
 import { HttpTransport, type FetchLike } from './http';
@@ -79,7 +85,10 @@ export interface EventsApi {
 function positiveInt(name: string, value: number | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 0 || value > max) {
-    throw new TollgateError(`TollgateClient option ${name} must be an integer between 0 and ${max}, got ${String(value)}`, { code: 'validation_failed', field: name });
+    throw new TollgateError(
+      `TollgateClient option ${name} must be an integer between 0 and ${max}, got ${String(value)}`,
+      { code: 'validation_failed', field: name },
+    );
   }
   return value;
 }
@@ -106,13 +115,22 @@ export class TollgateClient {
 
   constructor(options: TollgateClientOptions) {
     if (!options || typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
-      throw new TollgateError('TollgateClient needs baseUrl, an http(s) URL such as http://127.0.0.1:3000', { code: 'validation_failed', field: 'baseUrl' });
+      throw new TollgateError('TollgateClient needs baseUrl, an http(s) URL such as http://127.0.0.1:3000', {
+        code: 'validation_failed',
+        field: 'baseUrl',
+      });
     }
     if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
-      throw new TollgateError('TollgateClient needs apiKey, a project API key', { code: 'validation_failed', field: 'apiKey' });
+      throw new TollgateError('TollgateClient needs apiKey, a project API key', {
+        code: 'validation_failed',
+        field: 'apiKey',
+      });
     }
     if (options.fetch !== undefined && typeof options.fetch !== 'function') {
-      throw new TollgateError('TollgateClient option fetch must be a function such as globalThis.fetch', { code: 'validation_failed', field: 'fetch' });
+      throw new TollgateError('TollgateClient option fetch must be a function such as globalThis.fetch', {
+        code: 'validation_failed',
+        field: 'fetch',
+      });
     }
     const fetchImpl = options.fetch ?? pooledFetch();
     const clock = options.clock ?? systemClock;
@@ -194,7 +212,11 @@ export class TollgateClient {
    * with `console.warn`; events are never dropped silently. Returns the client.
    */
   on(event: 'error', listener: (error: TollgateError) => void): this {
-    if (event !== 'error') throw new TollgateError(`TollgateClient has no event ${String(event)}; the one event is error`, { code: 'validation_failed', field: 'event' });
+    if (event !== 'error')
+      throw new TollgateError(`TollgateClient has no event ${String(event)}; the one event is error`, {
+        code: 'validation_failed',
+        field: 'event',
+      });
     this.errorListeners.add(listener);
     return this;
   }
@@ -207,7 +229,9 @@ export class TollgateClient {
 
   private reportError(error: TollgateError, dropped: number): void {
     if (this.errorListeners.size === 0) {
-      console.warn(`[tollgate] ${error.message}. ${dropped} event(s) dropped, and every later batch will be too until the key is fixed. Listen with client.on('error', …) to handle this yourself.`);
+      console.warn(
+        `[tollgate] ${error.message}. ${dropped} event(s) dropped, and every later batch will be too until the key is fixed. Listen with client.on('error', …) to handle this yourself.`,
+      );
       return;
     }
     for (const listener of this.errorListeners) {

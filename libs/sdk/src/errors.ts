@@ -40,7 +40,10 @@ export class TollgateError extends Error {
   /** Seconds the service asked to wait (`Retry-After`), when it did. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(message: string, options: { code: TollgateErrorCode; status?: number; field?: string; retryAfterSeconds?: number; cause?: unknown }) {
+  constructor(
+    message: string,
+    options: { code: TollgateErrorCode; status?: number; field?: string; retryAfterSeconds?: number; cause?: unknown },
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TollgateError';
     this.code = options.code;

@@ -18,25 +18,91 @@ async function run<T>(p: Promise<T>, stepMs = 50): Promise<T> {
   return p;
 }
 
-function client(handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>, options: { random?: () => number; guard?: { busyDeadlineMs?: number } } = {}) {
+function client(
+  handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>,
+  options: { random?: () => number; guard?: { busyDeadlineMs?: number } } = {},
+) {
   const service = fakeService(handler);
-  return { c: new TollgateClient({ baseUrl: 'http://tollgate.test/', apiKey: 'tg_test', fetch: service.fetch, random: () => 0.5, ...options }), service };
+  return {
+    c: new TollgateClient({
+      baseUrl: 'http://tollgate.test/',
+      apiKey: 'tg_test',
+      fetch: service.fetch,
+      random: () => 0.5,
+      ...options,
+    }),
+    service,
+  };
 }
 
-const allow: GuardCheckResponse = { decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, asOf: '2026-12-01T10:00:00.000Z' };
-const request = { context: { runId: 'run-1', resourceId: 'res-1' }, limits: [{ scope: 'resource' as const, maxCost: 1 }] };
-const busy = (retryAfterMs: number): GuardCheckResponse => ({ decision: 'deny', reason: 'busy', retryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: '2026-12-01T10:00:00.000Z' });
-const reserving = { ...request, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 100, maxOutputTokens: 50 }, reserve: true, stepId: 'run-1:0' };
-const reserved: GuardCheckResponse = { ...allow, reservation: { id: 'rsv-1', estimatedCost: 0.0007, costUnit: 'USD', inputTokens: 100, outputTokens: 50, expiresAt: '2026-12-01T10:05:00.000Z' } };
+const allow: GuardCheckResponse = {
+  decision: 'allow',
+  violations: [],
+  warnings: [],
+  skipped: [],
+  usage: {},
+  asOf: '2026-12-01T10:00:00.000Z',
+};
+const request = {
+  context: { runId: 'run-1', resourceId: 'res-1' },
+  limits: [{ scope: 'resource' as const, maxCost: 1 }],
+};
+const busy = (retryAfterMs: number): GuardCheckResponse => ({
+  decision: 'deny',
+  reason: 'busy',
+  retryAfterMs,
+  violations: [],
+  warnings: [],
+  skipped: [],
+  usage: {},
+  asOf: '2026-12-01T10:00:00.000Z',
+});
+const reserving = {
+  ...request,
+  estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 100, maxOutputTokens: 50 },
+  reserve: true,
+  stepId: 'run-1:0',
+};
+const reserved: GuardCheckResponse = {
+  ...allow,
+  reservation: {
+    id: 'rsv-1',
+    estimatedCost: 0.0007,
+    costUnit: 'USD',
+    inputTokens: 100,
+    outputTokens: 50,
+    expiresAt: '2026-12-01T10:05:00.000Z',
+  },
+};
 const gaps = (requests: FakeRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i].at);
 
 describe('guard.estimate', () => {
   it('posts the step and returns its price; refuses a malformed one before sending', async () => {
-    const priced = { provider: 'openai', model: 'gpt-4o', countedInputTokens: 1000, counted: 'given', cost: 0.0045, costUnit: 'USD', priced: true, inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1 };
+    const priced = {
+      provider: 'openai',
+      model: 'gpt-4o',
+      countedInputTokens: 1000,
+      counted: 'given',
+      cost: 0.0045,
+      costUnit: 'USD',
+      priced: true,
+      inputTokens: 1000,
+      outputTokens: 200,
+      inputTokensMargin: 1,
+    };
     const { c, service } = client(() => ({ status: 200, body: priced }));
-    expect(await run(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 }))).toEqual(priced);
-    expect(service.requests[0]).toMatchObject({ path: '/v1/estimate', method: 'POST', body: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 } });
-    await expect(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', maxOutputTokens: 1 })).rejects.toMatchObject({ code: 'validation_failed', field: 'inputTokens' });
+    expect(
+      await run(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 })),
+    ).toEqual(priced);
+    expect(service.requests[0]).toMatchObject({
+      path: '/v1/estimate',
+      method: 'POST',
+      body: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 },
+    });
+    await expect(c.guard.estimate({ provider: 'openai', model: 'gpt-4o', maxOutputTokens: 1 })).rejects.toMatchObject({
+      code: 'validation_failed',
+      field: 'inputTokens',
+    });
     expect(service.requests).toHaveLength(1);
   });
 });
@@ -46,8 +112,18 @@ describe('guard.check', () => {
     const { c, service } = client(() => ({ status: 200, body: allow }));
     expect(await run(c.guard.check(request))).toEqual(allow);
     expect(service.requests).toHaveLength(1);
-    expect(service.requests[0]).toMatchObject({ path: '/v1/guard/check', method: 'POST', headers: expect.objectContaining({ authorization: 'Bearer tg_test' }) });
-    expect(service.requests[0].body).toEqual({ ...request, limits: [{ scope: 'resource', window: '7d', maxCost: 1 }], reserve: false, failMode: 'open', dryRun: false });
+    expect(service.requests[0]).toMatchObject({
+      path: '/v1/guard/check',
+      method: 'POST',
+      headers: expect.objectContaining({ authorization: 'Bearer tg_test' }),
+    });
+    expect(service.requests[0].body).toEqual({
+      ...request,
+      limits: [{ scope: 'resource', window: '7d', maxCost: 1 }],
+      reserve: false,
+      failMode: 'open',
+      dryRun: false,
+    });
   });
 
   it('applies fail-open when the service cannot be reached', async () => {
@@ -70,19 +146,33 @@ describe('guard.check', () => {
   });
 
   it('applies the fail mode on 5xx too, but throws on a 4xx, which no fallback should hide', async () => {
-    const down = client(() => ({ status: 503, body: { statusCode: 503, code: 'unavailable', message: 'A backing service is unavailable; retry shortly' } }));
+    const down = client(() => ({
+      status: 503,
+      body: { statusCode: 503, code: 'unavailable', message: 'A backing service is unavailable; retry shortly' },
+    }));
     expect((await run(down.c.guard.check({ ...request, failMode: 'closed' }))).decision).toBe('deny');
-    const badKey = client(() => ({ status: 403, body: { statusCode: 403, code: 'forbidden', message: 'Key lacks the guard scope' } }));
+    const badKey = client(() => ({
+      status: 403,
+      body: { statusCode: 403, code: 'forbidden', message: 'Key lacks the guard scope' },
+    }));
     const err = await run(badKey.c.guard.check(request)).catch((e) => e);
     expect(err).toBeInstanceOf(TollgateError);
     expect(err).toMatchObject({ status: 403, code: 'forbidden' });
-    expect(err.message).toBe('POST /v1/guard/check failed with 403 forbidden: Key lacks the guard scope; the API key lacks the scope this call needs (ingest, guard or read)');
+    expect(err.message).toBe(
+      'POST /v1/guard/check failed with 403 forbidden: Key lacks the guard scope; the API key lacks the scope this call needs (ingest, guard or read)',
+    );
     expect(badKey.service.requests).toHaveLength(1);
   });
 
   it('rejects an invalid request before sending it, naming the field', async () => {
     const { c, service } = client(() => ({ status: 200, body: allow }));
-    const err = await c.guard.check({ context: {}, reserve: true, estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, maxOutputTokens: 10 } }).catch((e) => e);
+    const err = await c.guard
+      .check({
+        context: {},
+        reserve: true,
+        estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, maxOutputTokens: 10 },
+      })
+      .catch((e) => e);
     expect(err).toMatchObject({ code: 'validation_failed', field: 'stepId' });
     expect(err.message).toBe('Invalid guard check: stepId is required when reserve is true');
     const err2 = await c.guard.check({ context: {}, limits: [{ scope: 'resource', maxCost: -1 }] }).catch((e) => e);
@@ -104,7 +194,9 @@ describe('guard.check', () => {
     it('never waits less than retryAfterMs, nor twice as long, and spreads callers out with its random', async () => {
       const waits: number[] = [];
       for (const r of [0, 0.25, 0.999999]) {
-        const { c, service } = client((_, n) => ({ status: 200, body: n === 1 ? busy(200) : allow }), { random: () => r });
+        const { c, service } = client((_, n) => ({ status: 200, body: n === 1 ? busy(200) : allow }), {
+          random: () => r,
+        });
         await run(c.guard.check(request), 1);
         waits.push(...gaps(service.requests));
       }
@@ -119,7 +211,9 @@ describe('guard.check', () => {
       const { c, service } = client((_, n) => ({ status: 200, body: { ...busy(1000), asOf: `answer ${n}` } }));
       const res = await run(c.guard.check({ ...reserving, failMode: 'open' }), 10);
       // Retries 1500 ms apart (1000 fixed + 0.5 × 1000) within the 10 000 ms default: the one at 10 500 ms is not sent.
-      expect(service.requests.map((r) => r.at - service.requests[0].at)).toEqual([0, 1500, 3000, 4500, 6000, 7500, 9000]);
+      expect(service.requests.map((r) => r.at - service.requests[0].at)).toEqual([
+        0, 1500, 3000, 4500, 6000, 7500, 9000,
+      ]);
       expect(res).toEqual({ ...busy(1000), asOf: 'answer 7' });
       expect(new Set(service.requests.map((r) => r.rawBody)).size).toBe(1);
     });
@@ -135,7 +229,9 @@ describe('guard.check', () => {
 
       const err = await noRetry.c.guard.check(request, { busyDeadlineMs: -1 }).catch((e) => e);
       expect(err).toMatchObject({ code: 'validation_failed', field: 'busyDeadlineMs' });
-      expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: 'k', guard: { busyDeadlineMs: 1.5 } })).toThrow(expect.objectContaining({ field: 'guard.busyDeadlineMs' }));
+      expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: 'k', guard: { busyDeadlineMs: 1.5 } })).toThrow(
+        expect.objectContaining({ field: 'guard.busyDeadlineMs' }),
+      );
     });
 
     it('applies the fail mode as before when a busy retry cannot reach the service', async () => {
@@ -158,19 +254,46 @@ describe('metrics', () => {
   it('posts Mastra-shaped queries and turns point timestamps into Dates', async () => {
     const { c, service } = client((req) =>
       req.path.endsWith('/timeseries')
-        ? { status: 200, body: { series: [{ name: 'mastra_model_total_input_tokens', points: [{ timestamp: '2026-12-01T09:00:00.000Z', value: 10 }] }] } }
+        ? {
+            status: 200,
+            body: {
+              series: [
+                {
+                  name: 'mastra_model_total_input_tokens',
+                  points: [{ timestamp: '2026-12-01T09:00:00.000Z', value: 10 }],
+                },
+              ],
+            },
+          }
         : { status: 200, body: { value: 42, estimatedCost: 0.5, costUnit: 'USD' } },
     );
     const filters = { resourceId: 'res-1', timestamp: { start: new Date('2026-11-24T10:00:00Z') } };
-    expect(await run(c.metrics.aggregate({ name: ['mastra_model_total_input_tokens'], aggregation: 'sum', filters }))).toEqual({ value: 42, estimatedCost: 0.5, costUnit: 'USD' });
-    expect(service.requests[0]).toMatchObject({ path: '/api/observability/metrics/aggregate', body: { name: ['mastra_model_total_input_tokens'], aggregation: 'sum', filters: { resourceId: 'res-1', timestamp: { start: '2026-11-24T10:00:00.000Z' } } } });
-    const ts = await run(c.metrics.timeSeries({ name: ['mastra_model_total_input_tokens'], interval: '1h', aggregation: 'sum' }));
+    expect(
+      await run(c.metrics.aggregate({ name: ['mastra_model_total_input_tokens'], aggregation: 'sum', filters })),
+    ).toEqual({ value: 42, estimatedCost: 0.5, costUnit: 'USD' });
+    expect(service.requests[0]).toMatchObject({
+      path: '/api/observability/metrics/aggregate',
+      body: {
+        name: ['mastra_model_total_input_tokens'],
+        aggregation: 'sum',
+        filters: { resourceId: 'res-1', timestamp: { start: '2026-11-24T10:00:00.000Z' } },
+      },
+    });
+    const ts = await run(
+      c.metrics.timeSeries({ name: ['mastra_model_total_input_tokens'], interval: '1h', aggregation: 'sum' }),
+    );
     expect(ts.series[0].points[0].timestamp).toEqual(new Date('2026-12-01T09:00:00.000Z'));
   });
 
   it('sends discovery calls as GET with query parameters', async () => {
     const { c, service } = client(() => ({ status: 200, body: { values: ['a'] } }));
-    await run(c.metrics.discovery.metricLabelValues({ metricName: 'mastra_model_total_input_tokens', labelKey: 'status', limit: 5 }));
+    await run(
+      c.metrics.discovery.metricLabelValues({
+        metricName: 'mastra_model_total_input_tokens',
+        labelKey: 'status',
+        limit: 5,
+      }),
+    );
     await run(c.metrics.discovery.environments());
     expect(service.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
       'GET /api/observability/discovery/metric-label-values?metricName=mastra_model_total_input_tokens&labelKey=status&limit=5',
@@ -179,7 +302,10 @@ describe('metrics', () => {
   });
 
   it('says which route is missing when the service has no metrics yet', async () => {
-    const { c } = client(() => ({ status: 404, body: { statusCode: 404, code: 'not_found', message: 'Cannot POST /api/observability/metrics/breakdown' } }));
+    const { c } = client(() => ({
+      status: 404,
+      body: { statusCode: 404, code: 'not_found', message: 'Cannot POST /api/observability/metrics/breakdown' },
+    }));
     const err = await run(c.metrics.breakdown({ name: ['x'], groupBy: ['model'], aggregation: 'sum' })).catch((e) => e);
     expect(err).toMatchObject({ status: 404, code: 'not_found' });
     expect(err.message).toContain('check baseUrl, and that the service version has this route');
@@ -203,8 +329,14 @@ describe('backoff', () => {
 
 describe('TollgateClient options', () => {
   it('refuses a missing baseUrl or apiKey with the field to fix', () => {
-    expect(() => new TollgateClient({ baseUrl: 'localhost:3000', apiKey: 'k' })).toThrow(expect.objectContaining({ field: 'baseUrl' }));
-    expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: '' })).toThrow(expect.objectContaining({ field: 'apiKey' }));
-    expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: 'k', maxBatchSize: 5000 })).toThrow('TollgateClient option maxBatchSize must be an integer between 0 and 1000, got 5000');
+    expect(() => new TollgateClient({ baseUrl: 'localhost:3000', apiKey: 'k' })).toThrow(
+      expect.objectContaining({ field: 'baseUrl' }),
+    );
+    expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: '' })).toThrow(
+      expect.objectContaining({ field: 'apiKey' }),
+    );
+    expect(() => new TollgateClient({ baseUrl: 'http://x', apiKey: 'k', maxBatchSize: 5000 })).toThrow(
+      'TollgateClient option maxBatchSize must be an integer between 0 and 1000, got 5000',
+    );
   });
 });

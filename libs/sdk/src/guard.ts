@@ -1,4 +1,10 @@
-import { estimateRequestSchema, guardCheckRequestSchema, type EstimateResponse, type GuardCheckRequestInput, type GuardCheckResponse } from '../../contracts/src/guard';
+import {
+  estimateRequestSchema,
+  guardCheckRequestSchema,
+  type EstimateResponse,
+  type GuardCheckRequestInput,
+  type GuardCheckResponse,
+} from '../../contracts/src/guard';
 import { problemsOf } from '../../contracts/src/validation';
 import { sleep, type Clock } from './clock';
 import { TollgateError } from './errors';
@@ -38,7 +44,10 @@ const BUSY_RETRY_MAX_MS = 60_000;
  * @returns milliseconds in [retryAfterMs, 2 × retryAfterMs)
  */
 export function busyRetryDelay(retryAfterMs: number | undefined, random: () => number): number {
-  const base = typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? Math.min(retryAfterMs, BUSY_RETRY_MAX_MS) : BUSY_RETRY_FALLBACK_MS;
+  const base =
+    typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs > 0
+      ? Math.min(retryAfterMs, BUSY_RETRY_MAX_MS)
+      : BUSY_RETRY_FALLBACK_MS;
   return Math.round(base + random() * base);
 }
 
@@ -82,11 +91,17 @@ export class GuardApi {
     const parsed = guardCheckRequestSchema.safeParse(request, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error);
-      throw new TollgateError(`Invalid guard check: ${first.field} ${first.reason}`, { code: 'validation_failed', field: first.field });
+      throw new TollgateError(`Invalid guard check: ${first.field} ${first.reason}`, {
+        code: 'validation_failed',
+        field: first.field,
+      });
     }
     const busyDeadlineMs = options.busyDeadlineMs ?? this.options.busyDeadlineMs;
     if (typeof busyDeadlineMs !== 'number' || !Number.isFinite(busyDeadlineMs) || busyDeadlineMs < 0) {
-      throw new TollgateError(`guard.check option busyDeadlineMs must be a number of milliseconds >= 0, got ${String(busyDeadlineMs)}`, { code: 'validation_failed', field: 'busyDeadlineMs' });
+      throw new TollgateError(
+        `guard.check option busyDeadlineMs must be a number of milliseconds >= 0, got ${String(busyDeadlineMs)}`,
+        { code: 'validation_failed', field: 'busyDeadlineMs' },
+      );
     }
     // Serialized once: every busy retry sends the very same body.
     const body = JSON.stringify(parsed.data);
@@ -128,13 +143,28 @@ export class GuardApi {
    *
    * @throws {@link TollgateError} `validation_failed` naming the field, or when the service refuses or cannot be reached.
    */
-  async estimate(request: { provider: string; model: string; inputTokens?: number; messages?: { role: string; content: string }[]; maxOutputTokens: number }): Promise<EstimateResponse> {
+  async estimate(request: {
+    provider: string;
+    model: string;
+    inputTokens?: number;
+    messages?: { role: string; content: string }[];
+    maxOutputTokens: number;
+  }): Promise<EstimateResponse> {
     const parsed = estimateRequestSchema.safeParse(request, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error);
-      throw new TollgateError(`Invalid estimate: ${first.field} ${first.reason}`, { code: 'validation_failed', field: first.field });
+      throw new TollgateError(`Invalid estimate: ${first.field} ${first.reason}`, {
+        code: 'validation_failed',
+        field: first.field,
+      });
     }
-    return this.transport.request<EstimateResponse>({ method: 'POST', path: '/v1/estimate', body: parsed.data, timeoutMs: this.options.timeoutMs, retries: this.options.retries });
+    return this.transport.request<EstimateResponse>({
+      method: 'POST',
+      path: '/v1/estimate',
+      body: parsed.data,
+      timeoutMs: this.options.timeoutMs,
+      retries: this.options.retries,
+    });
   }
 
   /**
@@ -145,7 +175,10 @@ export class GuardApi {
    */
   async release(reservationId: string): Promise<GuardReleaseResponse> {
     if (typeof reservationId !== 'string' || reservationId.length === 0) {
-      throw new TollgateError('guard.release needs the reservation id from a check with reserve: true', { code: 'validation_failed', field: 'reservationId' });
+      throw new TollgateError('guard.release needs the reservation id from a check with reserve: true', {
+        code: 'validation_failed',
+        field: 'reservationId',
+      });
     }
     return this.transport.request<GuardReleaseResponse>({
       method: 'POST',

@@ -2,7 +2,10 @@ import { sleep, type Clock } from './clock';
 import { TollgateError, type TollgateErrorCode } from './errors';
 
 /** The subset of `fetch` the client uses; pass your own (a proxy agent, a test double). */
-export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+) => Promise<{
   ok: boolean;
   status: number;
   headers: { get(name: string): string | null };
@@ -53,7 +56,12 @@ export interface RequestSpec {
  * half random, so concurrent clients spread out but never retry instantly), and at least what
  * the service asked for with `Retry-After`.
  */
-export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number, retryAfterSeconds?: number): number {
+export function backoffDelay(
+  attempt: number,
+  policy: RetryPolicy,
+  random: () => number,
+  retryAfterSeconds?: number,
+): number {
   const step = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** attempt);
   const jittered = step / 2 + random() * (step / 2);
   if (retryAfterSeconds === undefined) return Math.round(jittered);
@@ -104,13 +112,17 @@ export class HttpTransport {
   private url(spec: RequestSpec): string {
     let url = this.options.baseUrl + spec.path;
     const params = Object.entries(spec.query ?? {}).filter(([, v]) => v !== undefined);
-    if (params.length) url += '?' + new URLSearchParams(params.map(([k, v]): [string, string] => [k, String(v)])).toString();
+    if (params.length)
+      url += '?' + new URLSearchParams(params.map(([k, v]): [string, string] => [k, String(v)])).toString();
     return url;
   }
 
   private async once<T>(spec: RequestSpec): Promise<T> {
     const { clock } = this.options;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.apiKey}`,
+      accept: 'application/json',
+    };
     let body: string | undefined;
     if (spec.body !== undefined) {
       body = typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body);
@@ -127,13 +139,25 @@ export class HttpTransport {
     let text: string;
     let retryAfter: string | null;
     try {
-      const res = await this.options.fetch(this.url(spec), { method: spec.method, headers, body, signal: controller.signal });
+      const res = await this.options.fetch(this.url(spec), {
+        method: spec.method,
+        headers,
+        body,
+        signal: controller.signal,
+      });
       status = res.status;
       retryAfter = res.headers.get('retry-after');
       text = await res.text();
     } catch (cause) {
-      if (timedOut) throw new TollgateError(`Tollgate did not answer ${spec.method} ${spec.path} within ${timeoutMs} ms`, { code: 'timeout', cause });
-      throw new TollgateError(`Could not reach Tollgate at ${this.options.baseUrl} (${describe(cause)})`, { code: 'network_error', cause });
+      if (timedOut)
+        throw new TollgateError(`Tollgate did not answer ${spec.method} ${spec.path} within ${timeoutMs} ms`, {
+          code: 'timeout',
+          cause,
+        });
+      throw new TollgateError(`Could not reach Tollgate at ${this.options.baseUrl} (${describe(cause)})`, {
+        code: 'network_error',
+        cause,
+      });
     } finally {
       clock.clearTimeout(timer);
     }
@@ -144,7 +168,11 @@ export class HttpTransport {
       json = undefined;
     }
     if (status >= 200 && status < 300) {
-      if (json === undefined && text) throw new TollgateError(`Tollgate answered ${spec.method} ${spec.path} with something other than JSON`, { code: 'bad_response', status });
+      if (json === undefined && text)
+        throw new TollgateError(`Tollgate answered ${spec.method} ${spec.path} with something other than JSON`, {
+          code: 'bad_response',
+          status,
+        });
       return json as T;
     }
     throw errorFromResponse(spec, status, json, parseRetryAfter(retryAfter, clock.now()));
@@ -157,10 +185,22 @@ function describe(cause: unknown): string {
 }
 
 /** The service answers errors as `{ statusCode, code, message, field? }`. */
-function errorFromResponse(spec: RequestSpec, status: number, json: unknown, retryAfterSeconds: number | undefined): TollgateError {
+function errorFromResponse(
+  spec: RequestSpec,
+  status: number,
+  json: unknown,
+  retryAfterSeconds: number | undefined,
+): TollgateError {
   const body = (json && typeof json === 'object' ? json : {}) as { code?: string; message?: string; field?: string };
-  const code: TollgateErrorCode = body.code ?? (status === 429 ? 'rate_limited' : status === 404 ? 'not_found' : status >= 500 ? 'unavailable' : 'bad_response');
+  const code: TollgateErrorCode =
+    body.code ??
+    (status === 429 ? 'rate_limited' : status === 404 ? 'not_found' : status >= 500 ? 'unavailable' : 'bad_response');
   const what = body.message ?? `HTTP ${status}`;
   const hint = HINTS[code] ? `; ${HINTS[code]}` : '';
-  return new TollgateError(`${spec.method} ${spec.path} failed with ${status} ${code}: ${what}${hint}`, { code, status, field: body.field, retryAfterSeconds });
+  return new TollgateError(`${spec.method} ${spec.path} failed with ${status} ${code}: ${what}${hint}`, {
+    code,
+    status,
+    field: body.field,
+    retryAfterSeconds,
+  });
 }

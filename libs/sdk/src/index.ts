@@ -23,11 +23,24 @@ export { pooledFetch, type PooledFetch, type PooledFetchOptions } from './pooled
 export type { Clock } from './clock';
 // The service's own schemas and types (compiled from libs/contracts into this package).
 export { stepUsageEventSchema, usageSchema } from '../../contracts/src/step-event';
-export type { StepUsageEvent, StepUsageEventInput, Usage, IngestResponse, IngestResult } from '../../contracts/src/step-event';
+export type {
+  StepUsageEvent,
+  StepUsageEventInput,
+  Usage,
+  IngestResponse,
+  IngestResult,
+} from '../../contracts/src/step-event';
 export { guardCheckRequestSchema } from '../../contracts/src/guard';
 // One normalization of provider usage to Tollgate's meaning (input includes cache reads and
 // writes, output includes reasoning), the one the Mastra integration and the processors use.
-export { fromOpenAI, fromAnthropic, fromGemini, fromBedrock, fromAiSdk, fromMastraUsageStats } from '../../contracts/src/usage/normalize-usage';
+export {
+  fromOpenAI,
+  fromAnthropic,
+  fromGemini,
+  fromBedrock,
+  fromAiSdk,
+  fromMastraUsageStats,
+} from '../../contracts/src/usage/normalize-usage';
 export type {
   NormalizedUsage,
   UsageCounts,

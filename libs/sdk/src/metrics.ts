@@ -85,7 +85,14 @@ export interface MetricBreakdownRequest {
 
 /** `metrics.breakdown` answer. */
 export interface MetricBreakdownResponse {
-  groups: { dimensions: Record<string, string | null>; value: number; estimatedCost?: number | null; costUnit?: string | null; unpricedSteps?: number; unpricedTokens?: number }[];
+  groups: {
+    dimensions: Record<string, string | null>;
+    value: number;
+    estimatedCost?: number | null;
+    costUnit?: string | null;
+    unpricedSteps?: number;
+    unpricedTokens?: number;
+  }[];
   [extra: string]: unknown;
 }
 
@@ -101,7 +108,17 @@ export interface MetricTimeSeriesRequest {
 
 /** `metrics.timeSeries` answer; point timestamps are Dates. */
 export interface MetricTimeSeriesResponse {
-  series: { name: string; costUnit?: string | null; points: { timestamp: Date; value: number; estimatedCost?: number | null; unpricedSteps?: number; unpricedTokens?: number }[] }[];
+  series: {
+    name: string;
+    costUnit?: string | null;
+    points: {
+      timestamp: Date;
+      value: number;
+      estimatedCost?: number | null;
+      unpricedSteps?: number;
+      unpricedTokens?: number;
+    }[];
+  }[];
   [extra: string]: unknown;
 }
 
@@ -121,7 +138,8 @@ export interface MetricPercentilesResponse {
 }
 
 const reviveSeries = <T extends { series?: { points?: { timestamp: unknown }[] }[] }>(res: T): T => {
-  for (const s of res?.series ?? []) for (const p of s.points ?? []) if (typeof p.timestamp === 'string') p.timestamp = new Date(p.timestamp);
+  for (const s of res?.series ?? [])
+    for (const p of s.points ?? []) if (typeof p.timestamp === 'string') p.timestamp = new Date(p.timestamp);
   return res;
 };
 
@@ -142,7 +160,12 @@ export class DiscoveryApi {
     return this.get('metric-label-keys', args);
   }
   /** Values seen for one label of a metric. */
-  metricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+  metricLabelValues(args: {
+    metricName: string;
+    labelKey: string;
+    prefix?: string;
+    limit?: number;
+  }): Promise<{ values: string[] }> {
     return this.get('metric-label-values', args);
   }
   /** Entity types (agent, workflow_step, tool, …). */
@@ -178,7 +201,12 @@ export class DiscoveryApi {
     return this.metricLabelKeys(args);
   }
   /** Mastra's name for {@link metricLabelValues}. */
-  getMetricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+  getMetricLabelValues(args: {
+    metricName: string;
+    labelKey: string;
+    prefix?: string;
+    limit?: number;
+  }): Promise<{ values: string[] }> {
     return this.metricLabelValues(args);
   }
   /** Mastra's name for {@link entityTypes} (Mastra's store passes `{}`, its client nothing). */
@@ -258,7 +286,12 @@ export class MetricsApi {
   getMetricLabelKeys(args: { metricName: string }): Promise<{ keys: string[] }> {
     return this.discovery.metricLabelKeys(args);
   }
-  getMetricLabelValues(args: { metricName: string; labelKey: string; prefix?: string; limit?: number }): Promise<{ values: string[] }> {
+  getMetricLabelValues(args: {
+    metricName: string;
+    labelKey: string;
+    prefix?: string;
+    limit?: number;
+  }): Promise<{ values: string[] }> {
     return this.discovery.metricLabelValues(args);
   }
   getEntityTypes(_args?: object): Promise<{ entityTypes: string[] }> {

@@ -2,7 +2,13 @@ import { createServer, type Server } from 'node:http';
 import { TollgateClient } from './client';
 
 /** A stand-in for the service on a real port, counting the TCP connections it is opened. */
-function service(): Promise<{ url: string; connections: () => number; requests: () => number; close: () => Promise<void>; server: Server }> {
+function service(): Promise<{
+  url: string;
+  connections: () => number;
+  requests: () => number;
+  close: () => Promise<void>;
+  server: Server;
+}> {
   let connections = 0;
   let requests = 0;
   const server = createServer((req, res) => {
@@ -11,7 +17,18 @@ function service(): Promise<{ url: string; connections: () => number; requests: 
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
-      if (req.url?.startsWith('/v1/guard/check')) res.end(JSON.stringify({ decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, asOf: new Date(0).toISOString(), echo: JSON.parse(body).context }));
+      if (req.url?.startsWith('/v1/guard/check'))
+        res.end(
+          JSON.stringify({
+            decision: 'allow',
+            violations: [],
+            warnings: [],
+            skipped: [],
+            usage: {},
+            asOf: new Date(0).toISOString(),
+            echo: JSON.parse(body).context,
+          }),
+        );
       else res.end(JSON.stringify({ entityTypes: ['agent'] }));
     });
   });
@@ -19,7 +36,13 @@ function service(): Promise<{ url: string; connections: () => number; requests: 
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address() as { port: number };
-      resolve({ url: `http://127.0.0.1:${port}`, connections: () => connections, requests: () => requests, close: () => new Promise((r) => server.close(() => r())), server });
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        connections: () => connections,
+        requests: () => requests,
+        close: () => new Promise((r) => server.close(() => r())),
+        server,
+      });
     }),
   );
 }
@@ -29,7 +52,10 @@ describe('the default transport: a keep-alive connection pool', () => {
     const svc = await service();
     const client = new TollgateClient({ baseUrl: svc.url, apiKey: 'tg_test' });
     for (let i = 0; i < 25; i++) {
-      const answer = (await client.guard.check({ context: { runId: `run-${i}` } })) as unknown as { decision: string; echo: unknown };
+      const answer = (await client.guard.check({ context: { runId: `run-${i}` } })) as unknown as {
+        decision: string;
+        echo: unknown;
+      };
       expect(answer).toMatchObject({ decision: 'allow', echo: { runId: `run-${i}` } });
       expect(await client.metrics.discovery.entityTypes()).toEqual({ entityTypes: ['agent'] });
     }

@@ -29,11 +29,19 @@ type Response = Awaited<ReturnType<FetchLike>>;
  * reaches the client's retry policy.
  */
 export function pooledFetch(options: PooledFetchOptions = {}): PooledFetch {
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? Infinity, maxFreeSockets: options.maxFreeSockets ?? 32, scheduling: 'lifo' as const };
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: options.maxSockets ?? Infinity,
+    maxFreeSockets: options.maxFreeSockets ?? 32,
+    scheduling: 'lifo' as const,
+  };
   const http = new HttpAgent(agentOptions);
   const https = new HttpsAgent(agentOptions);
 
-  const once = (url: URL, init: Parameters<FetchLike>[1]): Promise<{ res: Response; reused: boolean } | { error: unknown; reused: boolean }> =>
+  const once = (
+    url: URL,
+    init: Parameters<FetchLike>[1],
+  ): Promise<{ res: Response; reused: boolean } | { error: unknown; reused: boolean }> =>
     new Promise((resolve) => {
       const secure = url.protocol === 'https:';
       const headers: Record<string, string | number> = { ...init.headers };
@@ -46,30 +54,34 @@ export function pooledFetch(options: PooledFetchOptions = {}): PooledFetch {
           resolve(v);
         }
       };
-      const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? https : http, signal: init.signal }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (error) => done({ error, reused }));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const status = res.statusCode ?? 0;
-          const raw = res.headers;
-          done({
-            reused,
-            res: {
-              ok: status >= 200 && status < 300,
-              status,
-              headers: {
-                get(name: string) {
-                  const v = raw[name.toLowerCase()];
-                  return v === undefined ? null : Array.isArray(v) ? v.join(', ') : String(v);
+      const req = (secure ? httpsRequest : httpRequest)(
+        url,
+        { method: init.method, headers, agent: secure ? https : http, signal: init.signal },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (error) => done({ error, reused }));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const status = res.statusCode ?? 0;
+            const raw = res.headers;
+            done({
+              reused,
+              res: {
+                ok: status >= 200 && status < 300,
+                status,
+                headers: {
+                  get(name: string) {
+                    const v = raw[name.toLowerCase()];
+                    return v === undefined ? null : Array.isArray(v) ? v.join(', ') : String(v);
+                  },
                 },
+                text: async () => text,
               },
-              text: async () => text,
-            },
+            });
           });
-        });
-      });
+        },
+      );
       req.on('socket', () => {
         reused = req.reusedSocket;
       });
@@ -80,7 +92,8 @@ export function pooledFetch(options: PooledFetchOptions = {}): PooledFetch {
   const fetch = (async (url: string, init: Parameters<FetchLike>[1]) => {
     const target = new URL(url);
     let outcome = await once(target, init);
-    if ('error' in outcome && outcome.reused && isReset(outcome.error) && !init.signal?.aborted) outcome = await once(target, init);
+    if ('error' in outcome && outcome.reused && isReset(outcome.error) && !init.signal?.aborted)
+      outcome = await once(target, init);
     if ('error' in outcome) throw outcome.error;
     return outcome.res;
   }) as PooledFetch;

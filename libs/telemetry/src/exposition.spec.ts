@@ -4,11 +4,37 @@ import { exposition } from './exposition';
 describe('exposition', () => {
   function registry() {
     const r = new Registry();
-    const lag = new Gauge({ name: 't_exporter_lag_events', help: 'Events behind', labelNames: ['project', 'exporter'], registers: [r] });
-    const age = new Gauge({ name: 't_exporter_lag_seconds', help: 'Age of the oldest', labelNames: ['project', 'exporter'], registers: [r] });
-    const paused = new Gauge({ name: 't_exporter_paused', help: 'Paused', labelNames: ['project', 'exporter'], registers: [r] });
-    const batches = new Counter({ name: 't_batches_total', help: 'Batches', labelNames: ['project', 'type'], registers: [r] });
-    const latency = new Histogram({ name: 't_latency_seconds', help: 'Latency', labelNames: ['status'], buckets: [0.1, 1], registers: [r] });
+    const lag = new Gauge({
+      name: 't_exporter_lag_events',
+      help: 'Events behind',
+      labelNames: ['project', 'exporter'],
+      registers: [r],
+    });
+    const age = new Gauge({
+      name: 't_exporter_lag_seconds',
+      help: 'Age of the oldest',
+      labelNames: ['project', 'exporter'],
+      registers: [r],
+    });
+    const paused = new Gauge({
+      name: 't_exporter_paused',
+      help: 'Paused',
+      labelNames: ['project', 'exporter'],
+      registers: [r],
+    });
+    const batches = new Counter({
+      name: 't_batches_total',
+      help: 'Batches',
+      labelNames: ['project', 'type'],
+      registers: [r],
+    });
+    const latency = new Histogram({
+      name: 't_latency_seconds',
+      help: 'Latency',
+      labelNames: ['status'],
+      buckets: [0.1, 1],
+      registers: [r],
+    });
     new Gauge({ name: 't_dead_letters', help: 'Dead letters', labelNames: ['project', 'exporter'], registers: [r] });
     lag.set({ project: 'prj_secret_a', exporter: 'acme-hook' }, 5);
     lag.set({ project: 'prj_secret_b', exporter: 'globex-hook' }, 7);
@@ -39,7 +65,9 @@ describe('exposition', () => {
         't_latency_seconds_count{status="200"} 1',
       ]),
     );
-    expect(text).toContain('# HELP t_exporter_lag_seconds Age of the oldest (largest over every project and exporter; per project and exporter with METRICS_TENANT_LABELS=on)');
+    expect(text).toContain(
+      '# HELP t_exporter_lag_seconds Age of the oldest (largest over every project and exporter; per project and exporter with METRICS_TENANT_LABELS=on)',
+    );
     expect(text).toContain('# TYPE t_batches_total counter');
   });
 
@@ -51,7 +79,12 @@ describe('exposition', () => {
 
   it('leaves metrics without tenant labels byte for byte as they were', async () => {
     const r = new Registry();
-    const g = new Gauge({ name: 'x_pool', help: 'Pool "connections"\nby state', labelNames: ['state'], registers: [r] });
+    const g = new Gauge({
+      name: 'x_pool',
+      help: 'Pool "connections"\nby state',
+      labelNames: ['state'],
+      registers: [r],
+    });
     g.set({ state: 'idle "quoted"' }, 3);
     expect(await exposition(r, false)).toBe(await r.metrics());
   });

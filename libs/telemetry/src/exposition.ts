@@ -26,7 +26,11 @@ export function withoutTenantLabels(metric: Values, labelNames: readonly string[
   if (series.size === 0 && labelNames.every((l) => TENANT_LABELS.has(l))) series.set('', { value: 0, labels: {} });
   const scope = labelNames.filter((l) => TENANT_LABELS.has(l)).join(' and ');
   const how = combine === Math.max ? 'largest' : 'sum';
-  return { ...metric, help: `${metric.help} (${how} over every ${scope}; per ${scope} with METRICS_TENANT_LABELS=on)`, values: [...series.values()] };
+  return {
+    ...metric,
+    help: `${metric.help} (${how} over every ${scope}; per ${scope} with METRICS_TENANT_LABELS=on)`,
+    values: [...series.values()],
+  };
 }
 
 /**

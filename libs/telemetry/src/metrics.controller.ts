@@ -19,12 +19,19 @@ export class MetricsController {
 
   @Get()
   @Header('cache-control', 'no-store')
-  @Documented({ summary: 'Service metrics in Prometheus text format (METRICS_TOKEN as a bearer token when set)', tag: 'operations' })
+  @Documented({
+    summary: 'Service metrics in Prometheus text format (METRICS_TOKEN as a bearer token when set)',
+    tag: 'operations',
+  })
   async scrape(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const expected = this.config.values.METRICS_TOKEN;
     if (expected) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-      const refused = new AppError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', 'authorization');
+      const refused = new AppError(
+        'unauthorized',
+        'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>',
+        'authorization',
+      );
       if (!m) throw refused;
       // Like the admin token: chosen by the operator, so a throttled address's guesses are not compared.
       const throttled = await this.failures.throttled(req.ip);

@@ -18,7 +18,16 @@ export class IngestEventsCounter implements IEventHandler<StepUsageRecorded> {
   }
 }
 
-const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed', 'paused'] as const;
+const JOB_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'failed',
+  'completed',
+  'paused',
+] as const;
 
 /** Pool usage, queue depths, ingest latency; features register their own scrape hooks. */
 @Global()
@@ -52,10 +61,20 @@ export class ObservabilityModule implements OnModuleInit {
     });
     // Ingest latency as clients see it, measured on the HTTP server (absent in the worker alone).
     const fastify = this.adapterHost?.httpAdapter?.getInstance?.() as
-      | { addHook(name: 'onResponse', fn: (req: { routeOptions: { url?: string }; method: string }, reply: { statusCode: number; elapsedTime: number }, done: () => void) => void): void }
+      | {
+          addHook(
+            name: 'onResponse',
+            fn: (
+              req: { routeOptions: { url?: string }; method: string },
+              reply: { statusCode: number; elapsedTime: number },
+              done: () => void,
+            ) => void,
+          ): void;
+        }
       | undefined;
     fastify?.addHook('onResponse', (req, reply, done) => {
-      if (req.method === 'POST' && req.routeOptions.url === '/v1/events') ingestBatchLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      if (req.method === 'POST' && req.routeOptions.url === '/v1/events')
+        ingestBatchLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
       done();
     });
   }

@@ -20,7 +20,10 @@ export class ScrapeHooks {
       [...this.hooks].map(async ([name, hook]) => {
         let timer: NodeJS.Timeout | undefined;
         try {
-          await Promise.race([hook(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))]);
+          await Promise.race([
+            hook(),
+            new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+          ]);
         } catch {
           failed.push(name);
         } finally {

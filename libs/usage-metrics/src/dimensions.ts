@@ -18,17 +18,28 @@ export const LOW_DIMENSIONS = {
 const dimension = <S extends Scope>(scope: S) => [SCOPE_TABLE[scope].field, SCOPE_TABLE[scope].column] as const;
 
 // In the order of metric_dimensions' columns (and of its key): resource first.
-export const SCOPE_DIMENSIONS = Object.fromEntries((['resource', 'thread', 'user', 'organization', 'session'] as const).map(dimension));
+export const SCOPE_DIMENSIONS = Object.fromEntries(
+  (['resource', 'thread', 'user', 'organization', 'session'] as const).map(dimension),
+);
 
-export const RAW_DIMENSIONS = Object.fromEntries([dimension('run'), [RUN_ID.field, RUN_ID.column], ['spanId', 'span_id']]);
+export const RAW_DIMENSIONS = Object.fromEntries([
+  dimension('run'),
+  [RUN_ID.field, RUN_ID.column],
+  ['spanId', 'span_id'],
+]);
 
 export type DimensionLocation = 'low' | 'scope' | 'raw';
 
 // A Map, not an object: a field name comes from the request, and `constructor` or `__proto__`
 // must be a label key like any other, not a prototype member taken for a column.
 type Dimension = { location: DimensionLocation; column: string };
-const located = (location: DimensionLocation, dims: Record<string, string>) => Object.entries(dims).map(([field, column]): [string, Dimension] => [field, { location, column }]);
-const DIMENSIONS: ReadonlyMap<string, Dimension> = new Map([...located('low', LOW_DIMENSIONS), ...located('scope', SCOPE_DIMENSIONS), ...located('raw', RAW_DIMENSIONS)]);
+const located = (location: DimensionLocation, dims: Record<string, string>) =>
+  Object.entries(dims).map(([field, column]): [string, Dimension] => [field, { location, column }]);
+const DIMENSIONS: ReadonlyMap<string, Dimension> = new Map([
+  ...located('low', LOW_DIMENSIONS),
+  ...located('scope', SCOPE_DIMENSIONS),
+  ...located('raw', RAW_DIMENSIONS),
+]);
 
 /** Where a field's values live, and its column when it is a record dimension; any other name is a label key. */
 export function dimensionOf(field: string): { location: DimensionLocation | 'name' | 'label'; column?: string } {

@@ -79,8 +79,20 @@ import { METRIC_BY_NAME, METRIC_NAMES } from './metric-names';
 export const AGGREGATIONS = ['sum', 'avg', 'min', 'max', 'count', 'last', 'count_distinct'] as const;
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '1h': 3_600_000, '1d': 86_400_000 } as const;
 export const DISTINCT_COLUMNS = [
-  'entityType', 'entityName', 'parentEntityType', 'parentEntityName', 'rootEntityType', 'rootEntityName', 'name',
-  'provider', 'model', 'environment', 'executionSource', 'serviceName', 'threadId', 'resourceId',
+  'entityType',
+  'entityName',
+  'parentEntityType',
+  'parentEntityName',
+  'rootEntityType',
+  'rootEntityName',
+  'name',
+  'provider',
+  'model',
+  'environment',
+  'executionSource',
+  'serviceName',
+  'threadId',
+  'resourceId',
 ] as const;
 
 /**
@@ -102,8 +114,13 @@ const unsupported = z
   .refine(() => false, 'is a Mastra filter on a dimension that Tollgate step events do not carry')
   .optional();
 
-const knownName = z.string().refine((n) => METRIC_BY_NAME.has(n), { message: `is not a known metric name (known: ${METRIC_NAMES.join(', ')})` });
-const names = z.array(knownName, { error: 'must be an array of metric names' }).min(1, 'must hold at least one metric name').max(MAX_METRIC_NAMES, `must hold at most ${MAX_METRIC_NAMES} metric names`);
+const knownName = z
+  .string()
+  .refine((n) => METRIC_BY_NAME.has(n), { message: `is not a known metric name (known: ${METRIC_NAMES.join(', ')})` });
+const names = z
+  .array(knownName, { error: 'must be an array of metric names' })
+  .min(1, 'must hold at least one metric name')
+  .max(MAX_METRIC_NAMES, `must hold at most ${MAX_METRIC_NAMES} metric names`);
 
 export const dateRangeSchema = z.strictObject({
   start: instant.optional(),
@@ -115,7 +132,11 @@ export const dateRangeSchema = z.strictObject({
 export const metricsFilterSchema = z.strictObject({
   timestamp: dateRangeSchema.optional(),
   traceId: text.optional(),
-  traceIds: z.array(text).min(1, 'must hold at least one trace id').max(MAX_TRACE_IDS, `must hold at most ${MAX_TRACE_IDS} trace ids`).optional(),
+  traceIds: z
+    .array(text)
+    .min(1, 'must hold at least one trace id')
+    .max(MAX_TRACE_IDS, `must hold at most ${MAX_TRACE_IDS} trace ids`)
+    .optional(),
   spanId: text.optional(),
   runId: text.optional(),
   threadId: text.optional(),
@@ -134,7 +155,10 @@ export const metricsFilterSchema = z.strictObject({
   // A record has at most MAX_TAGS tags and MAX_LABELS labels: a filter needing more matches nothing.
   tags: z.array(text).max(MAX_TAGS, `must hold at most ${MAX_TAGS} tags`).optional(),
   labels: z
-    .record(shortText(128), z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'))
+    .record(
+      shortText(128),
+      z.string().max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters'),
+    )
     .refine((l) => Object.keys(l).length <= MAX_LABELS, `must hold at most ${MAX_LABELS} labels`)
     .optional(),
   name: names.optional(),
@@ -153,14 +177,21 @@ export type MetricsFilter = z.infer<typeof metricsFilterSchema>;
 
 const aggregation = z.enum(AGGREGATIONS, { error: `must be one of ${AGGREGATIONS.join(', ')}` });
 const distinctColumn = z.enum(DISTINCT_COLUMNS, { error: `must be one of ${DISTINCT_COLUMNS.join(', ')}` }).optional();
-const interval = z.enum(Object.keys(INTERVALS) as [keyof typeof INTERVALS], { error: `must be one of ${Object.keys(INTERVALS).join(', ')}` });
+const interval = z.enum(Object.keys(INTERVALS) as [keyof typeof INTERVALS], {
+  error: `must be one of ${Object.keys(INTERVALS).join(', ')}`,
+});
 const groupBy = z
   .array(text, { error: 'must be an array of column names or label keys' })
   .min(1, 'must hold at least one column or label key')
   .max(MAX_GROUP_BY, `must hold at most ${MAX_GROUP_BY} columns or label keys`);
 
 const needsDistinct = <T extends { aggregation: string; distinctColumn?: string }>(v: T, ctx: z.RefinementCtx) => {
-  if (v.aggregation === 'count_distinct' && !v.distinctColumn) ctx.addIssue({ code: 'custom', path: ['distinctColumn'], message: "is required when aggregation is 'count_distinct'" });
+  if (v.aggregation === 'count_distinct' && !v.distinctColumn)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['distinctColumn'],
+      message: "is required when aggregation is 'count_distinct'",
+    });
 };
 
 export const COMPARE_PERIODS = ['previous_period', 'previous_day', 'previous_week'] as const;
@@ -169,22 +200,36 @@ const DAY = 86_400_000;
 
 /** The range comparePeriod compares with: shifted back by the range's length, a day or a week, keeping the exclusive flags. */
 export function previousRange(ts: { start: Date; end: Date }, period: ComparePeriod): { start: Date; end: Date } {
-  const shift = period === 'previous_day' ? DAY : period === 'previous_week' ? 7 * DAY : ts.end.getTime() - ts.start.getTime();
+  const shift =
+    period === 'previous_day' ? DAY : period === 'previous_week' ? 7 * DAY : ts.end.getTime() - ts.start.getTime();
   return { start: new Date(ts.start.getTime() - shift), end: new Date(ts.end.getTime() - shift) };
 }
 
 // The compared range is a range of the query too: it must be one a request could name.
-const comparableRange = (v: { comparePeriod?: ComparePeriod; filters?: { timestamp?: { start?: Date; end?: Date } } }, ctx: z.RefinementCtx) => {
+const comparableRange = (
+  v: { comparePeriod?: ComparePeriod; filters?: { timestamp?: { start?: Date; end?: Date } } },
+  ctx: z.RefinementCtx,
+) => {
   const ts = v.filters?.timestamp;
   if (!v.comparePeriod || !(ts?.start instanceof Date) || !(ts.end instanceof Date)) return;
   const prev = previousRange({ start: ts.start, end: ts.end }, v.comparePeriod);
   if (!isAcceptedInstant(prev.start.getTime()) || !isAcceptedInstant(prev.end.getTime())) {
-    ctx.addIssue({ code: 'custom', path: ['comparePeriod'], message: `compares with ${prev.start.toISOString()} to ${prev.end.toISOString()}, outside 2000-01-01 to 9999-12-31` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['comparePeriod'],
+      message: `compares with ${prev.start.toISOString()} to ${prev.end.toISOString()}, outside 2000-01-01 to 9999-12-31`,
+    });
   }
 };
 
 export const aggregateArgsSchema = z
-  .strictObject({ name: names, aggregation, distinctColumn, filters: metricsFilterSchema.optional(), comparePeriod: z.enum(COMPARE_PERIODS, { error: `must be one of ${COMPARE_PERIODS.join(', ')}` }).optional() })
+  .strictObject({
+    name: names,
+    aggregation,
+    distinctColumn,
+    filters: metricsFilterSchema.optional(),
+    comparePeriod: z.enum(COMPARE_PERIODS, { error: `must be one of ${COMPARE_PERIODS.join(', ')}` }).optional(),
+  })
   .superRefine(needsDistinct)
   .superRefine(comparableRange);
 export type AggregateArgs = z.infer<typeof aggregateArgsSchema>;
@@ -196,14 +241,26 @@ export const breakdownArgsSchema = z
     aggregation,
     distinctColumn,
     filters: metricsFilterSchema.optional(),
-    limit: z.number({ error: 'must be a number' }).int('must be an integer').positive('must be positive').max(1000, 'must be at most 1000').optional(),
+    limit: z
+      .number({ error: 'must be a number' })
+      .int('must be an integer')
+      .positive('must be positive')
+      .max(1000, 'must be at most 1000')
+      .optional(),
     orderDirection: z.enum(['ASC', 'DESC'], { error: 'must be ASC or DESC' }).optional(),
   })
   .superRefine(needsDistinct);
 export type BreakdownArgs = z.infer<typeof breakdownArgsSchema>;
 
 export const timeSeriesArgsSchema = z
-  .strictObject({ name: names, interval, aggregation, distinctColumn, filters: metricsFilterSchema.optional(), groupBy: groupBy.optional() })
+  .strictObject({
+    name: names,
+    interval,
+    aggregation,
+    distinctColumn,
+    filters: metricsFilterSchema.optional(),
+    groupBy: groupBy.optional(),
+  })
   .superRefine(needsDistinct);
 export type TimeSeriesArgs = z.infer<typeof timeSeriesArgsSchema>;
 
@@ -218,9 +275,21 @@ export const percentilesArgsSchema = z.strictObject({
 });
 export type PercentilesArgs = z.infer<typeof percentilesArgsSchema>;
 
-const limit = z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').optional();
-const prefix = z.string({ error: 'must be a string' }).max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters').optional();
-const required = z.string({ error: 'is required' }).min(1, 'is required').max(1024, 'must be at most 1024 characters').regex(noControl, 'must not contain control characters');
+const limit = z.coerce
+  .number({ error: 'must be a number' })
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .optional();
+const prefix = z
+  .string({ error: 'must be a string' })
+  .max(1024, 'must be at most 1024 characters')
+  .regex(noControl, 'must not contain control characters')
+  .optional();
+const required = z
+  .string({ error: 'is required' })
+  .min(1, 'is required')
+  .max(1024, 'must be at most 1024 characters')
+  .regex(noControl, 'must not contain control characters');
 export const metricNamesQuerySchema = z.strictObject({ prefix, limit });
 export const labelKeysQuerySchema = z.strictObject({ metricName: required });
 export const labelValuesQuerySchema = z.strictObject({ metricName: required, labelKey: required, prefix, limit });
@@ -254,10 +323,19 @@ export interface AggregateResponse extends Unpriced {
   costChangePercent?: number | null;
 }
 export interface BreakdownResponse {
-  groups: ({ dimensions: Record<string, string | null>; value: number; estimatedCost: number | null; costUnit: string | null } & Unpriced)[];
+  groups: ({
+    dimensions: Record<string, string | null>;
+    value: number;
+    estimatedCost: number | null;
+    costUnit: string | null;
+  } & Unpriced)[];
 }
 export interface TimeSeriesResponse {
-  series: { name: string; costUnit: string | null; points: ({ timestamp: string; value: number; estimatedCost: number | null } & Unpriced)[] }[];
+  series: {
+    name: string;
+    costUnit: string | null;
+    points: ({ timestamp: string; value: number; estimatedCost: number | null } & Unpriced)[];
+  }[];
 }
 export interface PercentilesResponse {
   series: { percentile: number; points: { timestamp: string; value: number }[] }[];

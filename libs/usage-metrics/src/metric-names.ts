@@ -29,19 +29,63 @@ const n = (row: EventRow, col: string): number => Number(row[col] ?? 0);
 const tokens = (col: string) => (row: EventRow) => n(row, col);
 
 const DEFS: Omit<MetricDef, 'id'>[] = [
-  { name: 'mastra_model_total_input_tokens', always: true, valueOf: tokens('input_tokens'), sql: 'e.input_tokens::numeric', cost: 'input_cost_micros' },
-  { name: 'mastra_model_total_output_tokens', always: true, valueOf: tokens('output_tokens'), sql: 'e.output_tokens::numeric', cost: 'output_cost_micros' },
+  {
+    name: 'mastra_model_total_input_tokens',
+    always: true,
+    valueOf: tokens('input_tokens'),
+    sql: 'e.input_tokens::numeric',
+    cost: 'input_cost_micros',
+  },
+  {
+    name: 'mastra_model_total_output_tokens',
+    always: true,
+    valueOf: tokens('output_tokens'),
+    sql: 'e.output_tokens::numeric',
+    cost: 'output_cost_micros',
+  },
   {
     name: 'mastra_model_input_text_tokens',
     always: false,
-    valueOf: (r) => Math.max(n(r, 'input_tokens') - n(r, 'cache_read_tokens') - n(r, 'cache_write_tokens') - n(r, 'audio_input_tokens') - n(r, 'image_input_tokens'), 0),
+    valueOf: (r) =>
+      Math.max(
+        n(r, 'input_tokens') -
+          n(r, 'cache_read_tokens') -
+          n(r, 'cache_write_tokens') -
+          n(r, 'audio_input_tokens') -
+          n(r, 'image_input_tokens'),
+        0,
+      ),
     sql: 'greatest(e.input_tokens - e.cache_read_tokens - e.cache_write_tokens - e.audio_input_tokens - e.image_input_tokens, 0)::numeric',
     cost: null,
   },
-  { name: 'mastra_model_input_cache_read_tokens', always: false, valueOf: tokens('cache_read_tokens'), sql: 'e.cache_read_tokens::numeric', cost: null },
-  { name: 'mastra_model_input_cache_write_tokens', always: false, valueOf: tokens('cache_write_tokens'), sql: 'e.cache_write_tokens::numeric', cost: null },
-  { name: 'mastra_model_input_audio_tokens', always: false, valueOf: tokens('audio_input_tokens'), sql: 'e.audio_input_tokens::numeric', cost: null },
-  { name: 'mastra_model_input_image_tokens', always: false, valueOf: tokens('image_input_tokens'), sql: 'e.image_input_tokens::numeric', cost: null },
+  {
+    name: 'mastra_model_input_cache_read_tokens',
+    always: false,
+    valueOf: tokens('cache_read_tokens'),
+    sql: 'e.cache_read_tokens::numeric',
+    cost: null,
+  },
+  {
+    name: 'mastra_model_input_cache_write_tokens',
+    always: false,
+    valueOf: tokens('cache_write_tokens'),
+    sql: 'e.cache_write_tokens::numeric',
+    cost: null,
+  },
+  {
+    name: 'mastra_model_input_audio_tokens',
+    always: false,
+    valueOf: tokens('audio_input_tokens'),
+    sql: 'e.audio_input_tokens::numeric',
+    cost: null,
+  },
+  {
+    name: 'mastra_model_input_image_tokens',
+    always: false,
+    valueOf: tokens('image_input_tokens'),
+    sql: 'e.image_input_tokens::numeric',
+    cost: null,
+  },
   {
     name: 'mastra_model_output_text_tokens',
     always: false,
@@ -49,7 +93,13 @@ const DEFS: Omit<MetricDef, 'id'>[] = [
     sql: 'greatest(e.output_tokens - e.reasoning_tokens, 0)::numeric',
     cost: null,
   },
-  { name: 'mastra_model_output_reasoning_tokens', always: false, valueOf: tokens('reasoning_tokens'), sql: 'e.reasoning_tokens::numeric', cost: null },
+  {
+    name: 'mastra_model_output_reasoning_tokens',
+    always: false,
+    valueOf: tokens('reasoning_tokens'),
+    sql: 'e.reasoning_tokens::numeric',
+    cost: null,
+  },
   { name: 'mastra_model_output_audio_tokens', always: false, valueOf: () => null, sql: 'NULL::numeric', cost: null },
   { name: 'mastra_model_output_image_tokens', always: false, valueOf: () => null, sql: 'NULL::numeric', cost: null },
   {
@@ -86,7 +136,11 @@ export function metricRecordsOf(row: EventRow): MetricRecord[] {
     const value = metric.valueOf(row);
     if (value === null || (!metric.always && value <= 0)) continue;
     const cost = metric.cost ? row[metric.cost] : null;
-    out.push({ metric, value, costMicros: cost === null || cost === undefined ? null : BigInt(cost as bigint | number | string) });
+    out.push({
+      metric,
+      value,
+      costMicros: cost === null || cost === undefined ? null : BigInt(cost as bigint | number | string),
+    });
   }
   return out;
 }

@@ -19,9 +19,14 @@ describe('discovery while the projection is far behind', () => {
       noisy.id,
     );
     const p = await createProject(svc.url);
-    await call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events: [stepEvent({ entityName: 'late-agent', serviceName: 'billing' })] } });
+    await call(svc.url, 'POST', '/v1/events', {
+      token: p.key,
+      body: { events: [stepEvent({ entityName: 'late-agent', serviceName: 'billing' })] },
+    });
     const names = await call(svc.url, 'GET', '/api/observability/discovery/entity-names', { token: p.key });
     expect(names.body.names).toEqual(['late-agent']);
-    expect((await call(svc.url, 'GET', '/api/observability/discovery/service-names', { token: p.key })).body.serviceNames).toEqual(['billing']);
+    expect(
+      (await call(svc.url, 'GET', '/api/observability/discovery/service-names', { token: p.key })).body.serviceNames,
+    ).toEqual(['billing']);
   });
 });

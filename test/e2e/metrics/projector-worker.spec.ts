@@ -21,9 +21,21 @@ describe('the rollup projector in the worker', () => {
 
   it('is woken by ingest through BullMQ and brings the rollups up to the log', async () => {
     const project = await createProject(svc.url);
-    const events = Array.from({ length: 30 }, (_, i) => stepEvent({ usage: { inputTokens: 100 + i, outputTokens: 10 }, resourceId: 'r-worker', occurredAt: new Date(Date.now() - i * 3_600_000).toISOString() }));
-    expect((await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events } })).body.accepted).toBe(30);
-    const ask = () => call(svc.url, 'POST', '/api/observability/metrics/aggregate', { token: project.key, body: { name: ['mastra_model_total_input_tokens'], aggregation: 'sum', filters: { resourceId: 'r-worker' } } });
+    const events = Array.from({ length: 30 }, (_, i) =>
+      stepEvent({
+        usage: { inputTokens: 100 + i, outputTokens: 10 },
+        resourceId: 'r-worker',
+        occurredAt: new Date(Date.now() - i * 3_600_000).toISOString(),
+      }),
+    );
+    expect((await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events } })).body.accepted).toBe(
+      30,
+    );
+    const ask = () =>
+      call(svc.url, 'POST', '/api/observability/metrics/aggregate', {
+        token: project.key,
+        body: { name: ['mastra_model_total_input_tokens'], aggregation: 'sum', filters: { resourceId: 'r-worker' } },
+      });
     // Exact at once (the tail is read from the log), then the lag drains as the worker projects.
     expect((await ask()).body.value).toBe(30 * 100 + 435);
     let reply = await ask();

@@ -13,9 +13,15 @@ describe('metric queries on DATABASE_READ_URL', () => {
 
   async function sumAfterIngest(svc: RunningService): Promise<unknown> {
     const p = await createProject(svc.url);
-    const events = [stepEvent({ usage: { inputTokens: 1234, outputTokens: 56 } }), stepEvent({ usage: { inputTokens: 10, outputTokens: 1 } })];
+    const events = [
+      stepEvent({ usage: { inputTokens: 1234, outputTokens: 56 } }),
+      stepEvent({ usage: { inputTokens: 10, outputTokens: 1 } }),
+    ];
     expect((await call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events } })).body.accepted).toBe(2);
-    const agg = await call(svc.url, 'POST', '/api/observability/metrics/aggregate', { token: p.key, body: { name: TOTALS, aggregation: 'sum' } });
+    const agg = await call(svc.url, 'POST', '/api/observability/metrics/aggregate', {
+      token: p.key,
+      body: { name: TOTALS, aggregation: 'sum' },
+    });
     const names = await call(svc.url, 'GET', '/api/observability/discovery/entity-names', { token: p.key });
     return [agg.status, agg.body.value, names.body.names];
   }

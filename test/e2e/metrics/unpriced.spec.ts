@@ -26,8 +26,20 @@ describe('unpriced usage in metric answers', () => {
     const events = [
       stepEvent({ resourceId, occurredAt: at, usage: { inputTokens: 400_000, outputTokens: 100_000 } }),
       stepEvent({ resourceId, occurredAt: at, usage: { inputTokens: 200_000, outputTokens: 50_000 } }),
-      stepEvent({ resourceId, occurredAt: at, provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 1_500_000, outputTokens: 100 } }),
-      stepEvent({ resourceId, occurredAt: at, provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 500_000, outputTokens: 10 } }),
+      stepEvent({
+        resourceId,
+        occurredAt: at,
+        provider: 'acme',
+        model: 'acme-unknown',
+        usage: { inputTokens: 1_500_000, outputTokens: 100 },
+      }),
+      stepEvent({
+        resourceId,
+        occurredAt: at,
+        provider: 'acme',
+        model: 'acme-unknown',
+        usage: { inputTokens: 500_000, outputTokens: 10 },
+      }),
     ];
     const res = await call(svc.url, 'POST', '/v1/events', { token: project.key, body: { events } });
     expect(res.body.accepted).toBe(4);
@@ -49,27 +61,61 @@ describe('unpriced usage in metric answers', () => {
       unpricedTokens: 2_000_110,
     });
     // The step counter of the dashboard: one record per step.
-    expect(await post('aggregate', { name: ['mastra_model_total_input_tokens'], aggregation: 'count', filters })).toMatchObject({ value: 4, unpricedSteps: 2, unpricedTokens: 2_000_000 });
+    expect(
+      await post('aggregate', { name: ['mastra_model_total_input_tokens'], aggregation: 'count', filters }),
+    ).toMatchObject({ value: 4, unpricedSteps: 2, unpricedTokens: 2_000_000 });
 
-    const { groups } = await post('breakdown', { name: TOKENS, groupBy: ['provider', 'model'], aggregation: 'sum', filters });
+    const { groups } = await post('breakdown', {
+      name: TOKENS,
+      groupBy: ['provider', 'model'],
+      aggregation: 'sum',
+      filters,
+    });
     expect(groups).toEqual([
-      { dimensions: { provider: 'acme', model: 'acme-unknown' }, value: 2_000_110, estimatedCost: null, costUnit: null, unpricedSteps: 2, unpricedTokens: 2_000_110 },
-      { dimensions: { provider: 'openai', model: 'gpt-4o' }, value: 750_000, estimatedCost: 3, costUnit: 'USD', unpricedSteps: 0, unpricedTokens: 0 },
+      {
+        dimensions: { provider: 'acme', model: 'acme-unknown' },
+        value: 2_000_110,
+        estimatedCost: null,
+        costUnit: null,
+        unpricedSteps: 2,
+        unpricedTokens: 2_000_110,
+      },
+      {
+        dimensions: { provider: 'openai', model: 'gpt-4o' },
+        value: 750_000,
+        estimatedCost: 3,
+        costUnit: 'USD',
+        unpricedSteps: 0,
+        unpricedTokens: 0,
+      },
     ]);
 
     const { series } = await post('timeseries', { name: TOKENS, interval: '1d', aggregation: 'sum', filters });
     expect(series).toHaveLength(1);
     expect(series[0].points).toHaveLength(1);
-    expect(series[0].points[0]).toMatchObject({ value: 2_750_110, estimatedCost: 3, unpricedSteps: 2, unpricedTokens: 2_000_110 });
+    expect(series[0].points[0]).toMatchObject({
+      value: 2_750_110,
+      estimatedCost: 3,
+      unpricedSteps: 2,
+      unpricedTokens: 2_000_110,
+    });
 
     // Several metrics, none a total: the steps are counted once however many of their records match.
-    expect(await post('aggregate', { name: ['mastra_model_input_text_tokens', 'mastra_model_output_text_tokens'], aggregation: 'sum', filters })).toMatchObject({
+    expect(
+      await post('aggregate', {
+        name: ['mastra_model_input_text_tokens', 'mastra_model_output_text_tokens'],
+        aggregation: 'sum',
+        filters,
+      }),
+    ).toMatchObject({
       value: 2_750_110,
       unpricedSteps: 2,
       unpricedTokens: 2_000_110,
     });
     // Durations are not tokens.
-    expect(await post('aggregate', { name: ['mastra_model_duration_ms'], aggregation: 'count', filters })).toMatchObject({ unpricedTokens: 0 });
+    expect(
+      await post('aggregate', { name: ['mastra_model_duration_ms'], aggregation: 'count', filters }),
+    ).toMatchObject({ unpricedTokens: 0 });
   }
 
   it('answers the priced cost exactly and the unpriced steps and tokens, from the log', async () => {
@@ -82,6 +128,10 @@ describe('unpriced usage in metric answers', () => {
     await expectUnpricedCounted();
     // The project cube (no scope filter) counts them too.
     const { groups } = await post('breakdown', { name: TOKENS, groupBy: ['model'], aggregation: 'sum' });
-    expect(groups.find((g: any) => g.dimensions.model === 'acme-unknown')).toMatchObject({ estimatedCost: null, unpricedSteps: 2, unpricedTokens: 2_000_110 });
+    expect(groups.find((g: any) => g.dimensions.model === 'acme-unknown')).toMatchObject({
+      estimatedCost: null,
+      unpricedSteps: 2,
+      unpricedTokens: 2_000_110,
+    });
   });
 });

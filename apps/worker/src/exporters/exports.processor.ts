@@ -27,7 +27,9 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     @InjectQueue('exports') private readonly queue: Queue,
   ) {
     handlers.register('exports', 'exports.tick', () => pipeline.tick());
-    handlers.register('exports', 'export.drain', (data, attempt) => pipeline.drain(data.exporterId, attempt.jobId ?? 'unknown'));
+    handlers.register('exports', 'export.drain', (data, attempt) =>
+      pipeline.drain(data.exporterId, attempt.jobId ?? 'unknown'),
+    );
     handlers.register('exports', 'export.deliver', (data) => pipeline.deliver(data.batchId));
   }
 
@@ -35,9 +37,17 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     const c = this.config.values;
     if (!c.TOLLGATE_SECRET_KEY) {
       const sealed = await this.prisma.exporter.count({ where: { secrets: { not: null } } });
-      if (sealed > 0) this.logger.error(`${sealed} exporter(s) have encrypted secrets but TOLLGATE_SECRET_KEY is not set: they pause with that reason at their next batch. Set the key and resume them.`);
+      if (sealed > 0)
+        this.logger.error(
+          `${sealed} exporter(s) have encrypted secrets but TOLLGATE_SECRET_KEY is not set: they pause with that reason at their next batch. Set the key and resume them.`,
+        );
     }
-    await keepJobScheduler(this.queue, 'exports.tick', { every: c.EXPORTS_TICK_MS }, { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
+    await keepJobScheduler(
+      this.queue,
+      'exports.tick',
+      { every: c.EXPORTS_TICK_MS },
+      { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
     this.connection = queueConnection(c);
     this.worker = new Worker('exports', (job) => this.process(job), {
       connection: this.connection,
@@ -50,15 +60,28 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
       settings: {
         backoffStrategy: (attemptsMade, type, err, job) => {
           if (type !== EXPORT_BACKOFF) return 1000;
-          const initial = Number(job?.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 1000);
+          const initial = Number(
+            job?.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 1000,
+          );
           const data = job?.data as { maxBackoffMs?: number; priorAttempts?: number } | undefined;
           const attempts = attemptsMade + (data?.priorAttempts ?? 0);
-          return backoffMs(attempts, initial, Number(data?.maxBackoffMs ?? 300_000), Math.random, err instanceof SinkError ? err.retryAfterMs : undefined);
+          return backoffMs(
+            attempts,
+            initial,
+            Number(data?.maxBackoffMs ?? 300_000),
+            Math.random,
+            err instanceof SinkError ? err.retryAfterMs : undefined,
+          );
         },
       },
     });
     this.worker.on('failed', () => queueFailures.inc({ queue: 'exports' }));
-    this.worker.on('error', (err) => redisOutage.failed(err, 'worker exports') || this.logger.warn({ msg: 'exports worker error', error: err.message }));
+    this.worker.on(
+      'error',
+      (err) =>
+        redisOutage.failed(err, 'worker exports') ||
+        this.logger.warn({ msg: 'exports worker error', error: err.message }),
+    );
   }
 
   process(job: Job): Promise<unknown> {

@@ -24,7 +24,12 @@ export class GuardProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await keepJobScheduler(this.queue, 'reservations.sweep', { every: 30_000 }, { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(
+      this.queue,
+      'reservations.sweep',
+      { every: 30_000 },
+      { name: 'reservations.sweep', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
   }
 
   process(job: Job): Promise<unknown> {

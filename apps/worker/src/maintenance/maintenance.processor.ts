@@ -27,10 +27,20 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
 
   async onApplicationBootstrap(): Promise<void> {
     // Hourly, and once now: a month boundary never finds the log without its partition.
-    await keepJobScheduler(this.queue, 'partitions.ensure', { every: 3600_000 }, { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(
+      this.queue,
+      'partitions.ensure',
+      { every: 3600_000 },
+      { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
     // Hourly too: a month past the retention goes as soon as the rollups have read all of it.
     if (this.config.values.TOLLGATE_RETENTION_MONTHS !== undefined) {
-      await keepJobScheduler(this.queue, 'retention.apply', { every: 3600_000 }, { name: 'retention.apply', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+      await keepJobScheduler(
+        this.queue,
+        'retention.apply',
+        { every: 3600_000 },
+        { name: 'retention.apply', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+      );
     } else {
       await this.queue.removeJobScheduler('retention.apply');
     }
@@ -41,17 +51,26 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
   }
 
   private async ensurePartitions(data: JobPayload<'maintenance', 'partitions.ensure'>) {
-    const names = await this.partitions.ensureAhead(new Date(), data.monthsAhead ?? this.config.values.PARTITIONS_AHEAD_MONTHS);
+    const names = await this.partitions.ensureAhead(
+      new Date(),
+      data.monthsAhead ?? this.config.values.PARTITIONS_AHEAD_MONTHS,
+    );
     this.logger.debug({ msg: 'partitions ensured', names });
     return { partitions: names };
   }
 
   /** Drops the months past TOLLGATE_RETENTION_MONTHS that the metric rollups cover (nothing when unset). */
-  async applyRetention(data: JobPayload<'maintenance', 'retention.apply'>): Promise<RetentionResult | { skipped: 'TOLLGATE_RETENTION_MONTHS unset' }> {
+  async applyRetention(
+    data: JobPayload<'maintenance', 'retention.apply'>,
+  ): Promise<RetentionResult | { skipped: 'TOLLGATE_RETENTION_MONTHS unset' }> {
     const months = this.config.values.TOLLGATE_RETENTION_MONTHS;
     if (months === undefined) return { skipped: 'TOLLGATE_RETENTION_MONTHS unset' };
     const result = await this.retention.apply(data.now ? new Date(data.now) : new Date(), months, ROLLUP_PROJECTION);
-    if (result.waiting.length > 0) this.logger.warn({ msg: 'partitions past the retention wait for the metric rollups', partitions: result.waiting });
+    if (result.waiting.length > 0)
+      this.logger.warn({
+        msg: 'partitions past the retention wait for the metric rollups',
+        partitions: result.waiting,
+      });
     return result;
   }
 }

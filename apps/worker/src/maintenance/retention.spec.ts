@@ -32,7 +32,12 @@ describe('retention.apply (TOLLGATE_RETENTION_MONTHS)', () => {
         `step-${i}`,
         at,
       );
-      await prisma.$executeRawUnsafe(`INSERT INTO event_ids (project_id, event_id, occurred_at) VALUES ($1, $2, $3::timestamptz)`, project, `step-${i}`, at);
+      await prisma.$executeRawUnsafe(
+        `INSERT INTO event_ids (project_id, event_id, occurred_at) VALUES ($1, $2, $3::timestamptz)`,
+        project,
+        `step-${i}`,
+        at,
+      );
       await prisma.$executeRawUnsafe(
         `INSERT INTO usage_counters (project_id, scope, scope_id, granularity, bucket_start, cost_unit, cost_micros, events)
          VALUES ($1, 'thread', 't1', 'd', date_trunc('day', $2::timestamptz), 'USD', 1000, 1), ($1, 'run', 'r-${i}', 'r', 'epoch', 'USD', 1000, 1)`,
@@ -56,10 +61,22 @@ describe('retention.apply (TOLLGATE_RETENTION_MONTHS)', () => {
     }
     throw new Error('the projector did not reach the test events');
   };
-  const partitionNames = async () => (await listEventPartitions(prisma)).map((p) => p.name).filter((n) => n < 'events_2021');
-  const eventIds = async () => (await prisma.$queryRawUnsafe<{ event_id: string }[]>(`SELECT event_id FROM event_ids WHERE project_id = $1 ORDER BY 1`, project)).map((r) => r.event_id);
+  const partitionNames = async () =>
+    (await listEventPartitions(prisma)).map((p) => p.name).filter((n) => n < 'events_2021');
+  const eventIds = async () =>
+    (
+      await prisma.$queryRawUnsafe<{ event_id: string }[]>(
+        `SELECT event_id FROM event_ids WHERE project_id = $1 ORDER BY 1`,
+        project,
+      )
+    ).map((r) => r.event_id);
   const counters = async () =>
-    (await prisma.$queryRawUnsafe<{ k: string }[]>(`SELECT granularity::text || ':' || scope_id AS k FROM usage_counters WHERE project_id = $1 ORDER BY 1`, project)).map((r) => r.k);
+    (
+      await prisma.$queryRawUnsafe<{ k: string }[]>(
+        `SELECT granularity::text || ':' || scope_id AS k FROM usage_counters WHERE project_id = $1 ORDER BY 1`,
+        project,
+      )
+    ).map((r) => r.k);
   const dailyRollup = async () =>
     (
       await prisma.$queryRawUnsafe<{ day: Date; count: string }[]>(
@@ -71,21 +88,41 @@ describe('retention.apply (TOLLGATE_RETENTION_MONTHS)', () => {
   it('drops nothing while the metric rollups have not read the months past the retention', async () => {
     // The projection's checkpoint stands before these events: the projector has not run since they were written.
     const result = await processor.applyRetention({ now: NOW });
-    expect(result).toEqual({ cutoff: '2020-02-01T00:00:00.000Z', dropped: [], waiting: ['events_2019_12', 'events_2020_01'], eventIdsDeleted: 0, usageCountersDeleted: 0 });
+    expect(result).toEqual({
+      cutoff: '2020-02-01T00:00:00.000Z',
+      dropped: [],
+      waiting: ['events_2019_12', 'events_2020_01'],
+      eventIdsDeleted: 0,
+      usageCountersDeleted: 0,
+    });
     expect(await partitionNames()).toEqual(['events_2019_12', 'events_2020_01', 'events_2020_02']);
   });
 
   it('once the rollups cover them, detaches and drops the whole months past it; dashboards keep their history', async () => {
     await projectAll();
     const before = await dailyRollup();
-    expect(before).toEqual([['2019-12-15', '1'], ['2020-01-15', '1'], ['2020-02-15', '1']]);
+    expect(before).toEqual([
+      ['2019-12-15', '1'],
+      ['2020-01-15', '1'],
+      ['2020-02-15', '1'],
+    ]);
 
     const result = await processor.applyRetention({ now: NOW });
-    expect(result).toMatchObject({ cutoff: '2020-02-01T00:00:00.000Z', dropped: ['events_2019_12', 'events_2020_01'], waiting: [] });
+    expect(result).toMatchObject({
+      cutoff: '2020-02-01T00:00:00.000Z',
+      dropped: ['events_2019_12', 'events_2020_01'],
+      waiting: [],
+    });
     expect(await partitionNames()).toEqual(['events_2020_02']);
     // Not a partition any more, and not left behind as a detached table either.
-    expect(await prisma.$queryRawUnsafe(`SELECT relname FROM pg_class WHERE relname IN ('events_2019_12', 'events_2020_01')`)).toEqual([]);
-    expect(await prisma.$queryRawUnsafe(`SELECT event_id FROM events WHERE project_id = $1`, project)).toEqual([{ event_id: 'step-2' }]);
+    expect(
+      await prisma.$queryRawUnsafe(
+        `SELECT relname FROM pg_class WHERE relname IN ('events_2019_12', 'events_2020_01')`,
+      ),
+    ).toEqual([]);
+    expect(await prisma.$queryRawUnsafe(`SELECT event_id FROM events WHERE project_id = $1`, project)).toEqual([
+      { event_id: 'step-2' },
+    ]);
     // The idempotency keys and the guard's hour/day buckets of the dropped months go with them; a run's all-time rows stay.
     expect(await eventIds()).toEqual(['step-2']);
     expect(await counters()).toEqual(['d:t1', 'r:r-0', 'r:r-1', 'r:r-2']);
@@ -94,7 +131,13 @@ describe('retention.apply (TOLLGATE_RETENTION_MONTHS)', () => {
 
   it('is a no-op when run again', async () => {
     const result = await processor.applyRetention({ now: NOW });
-    expect(result).toEqual({ cutoff: '2020-02-01T00:00:00.000Z', dropped: [], waiting: [], eventIdsDeleted: 0, usageCountersDeleted: 0 });
+    expect(result).toEqual({
+      cutoff: '2020-02-01T00:00:00.000Z',
+      dropped: [],
+      waiting: [],
+      eventIdsDeleted: 0,
+      usageCountersDeleted: 0,
+    });
     expect(await partitionNames()).toEqual(['events_2020_02']);
   });
 
@@ -110,12 +153,22 @@ describe('retention.apply (TOLLGATE_RETENTION_MONTHS)', () => {
 
   it('refuses a retention shorter than 13 months, and an ingest age it would not keep', () => {
     expect(() => loadConfig({ TOLLGATE_RETENTION_MONTHS: '12' })).toThrow(ConfigError);
-    expect(() => loadConfig({ TOLLGATE_RETENTION_MONTHS: '12' })).toThrow('TOLLGATE_RETENTION_MONTHS: must be at least 13 (a 365-day guard window must stay in the log)');
-    expect(() => loadConfig({ TOLLGATE_RETENTION_MONTHS: '13', INGEST_MAX_AGE_DAYS: '400' })).toThrow('INGEST_MAX_AGE_DAYS: must be at most 336 with TOLLGATE_RETENTION_MONTHS=13');
+    expect(() => loadConfig({ TOLLGATE_RETENTION_MONTHS: '12' })).toThrow(
+      'TOLLGATE_RETENTION_MONTHS: must be at least 13 (a 365-day guard window must stay in the log)',
+    );
+    expect(() => loadConfig({ TOLLGATE_RETENTION_MONTHS: '13', INGEST_MAX_AGE_DAYS: '400' })).toThrow(
+      'INGEST_MAX_AGE_DAYS: must be at most 336 with TOLLGATE_RETENTION_MONTHS=13',
+    );
   });
 
   it('does nothing when TOLLGATE_RETENTION_MONTHS is unset', async () => {
-    const unset = new MaintenanceProcessor(new JobHandlers(), new EventPartitions(prisma), new Config(loadConfig({})), prisma, {} as Queue);
+    const unset = new MaintenanceProcessor(
+      new JobHandlers(),
+      new EventPartitions(prisma),
+      new Config(loadConfig({})),
+      prisma,
+      {} as Queue,
+    );
     expect(await unset.applyRetention({ now: NOW })).toEqual({ skipped: 'TOLLGATE_RETENTION_MONTHS unset' });
   });
 });

@@ -28,7 +28,12 @@ export class ProjectorProcessor extends WorkerHost implements OnApplicationBoots
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await keepJobScheduler(this.queue, CATCH_UP_JOB, { every: SCHEDULE_MS }, { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    await keepJobScheduler(
+      this.queue,
+      CATCH_UP_JOB,
+      { every: SCHEDULE_MS },
+      { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
   }
 
   process(job: Job): Promise<unknown> {

@@ -21,8 +21,21 @@ export interface ExporterRecord {
 }
 
 export function recordOf(r: {
-  id: string; projectId: string; name: string; type: string; settings: unknown; secrets: string | null; status: string; pausedReason: string | null;
-  consecutiveFailures: number; checkpointTx: string; checkpointPosition: bigint; inFlightBatch: string | null; lastDeliveredAt: Date | null; createdAt: Date; updatedAt: Date;
+  id: string;
+  projectId: string;
+  name: string;
+  type: string;
+  settings: unknown;
+  secrets: string | null;
+  status: string;
+  pausedReason: string | null;
+  consecutiveFailures: number;
+  checkpointTx: string;
+  checkpointPosition: bigint;
+  inFlightBatch: string | null;
+  lastDeliveredAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
 }): ExporterRecord {
   return {
     id: r.id,

@@ -5,22 +5,38 @@ import { REPRICED_EVENT_TYPE } from '../wire/wire-event';
 import { ALERT_EVENT_TYPES, SLACK_MAX_EVENTS } from '../wire/slack';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-export const exporterNameSchema = z.string().regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
+export const exporterNameSchema = z
+  .string()
+  .regex(EXPORTER_NAME, 'must be 1-63 characters: lowercase letters, digits, - and _, starting with a letter or digit');
 
 const httpUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' });
 const headerName = z
   .string()
   .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a valid HTTP header name')
-  .refine((h) => !isReservedHeader(h), 'is set by the sender (Host and the headers that frame the request cannot be configured)');
-const headerValue = z.string().min(1).max(4096).regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must not contain control characters (line breaks included)');
+  .refine(
+    (h) => !isReservedHeader(h),
+    'is set by the sender (Host and the headers that frame the request cannot be configured)',
+  );
+const headerValue = z
+  .string()
+  .min(1)
+  .max(4096)
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must not contain control characters (line breaks included)');
 /** Sent with every request and stored encrypted (they usually carry credentials). */
-const secretHeaders = z.record(headerName, headerValue).refine((h) => Object.keys(h).length <= 20, 'must have at most 20 headers');
+const secretHeaders = z
+  .record(headerName, headerValue)
+  .refine((h) => Object.keys(h).length <= 20, 'must have at most 20 headers');
 
 const batchSchema = z.strictObject({
   /** Most events in one request. */
   maxEvents: z.number().int().min(1).max(10_000).default(500),
   /** Most bytes of events in one request (one event over it is still sent, alone). */
-  maxBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  maxBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(16 * 1024 * 1024)
+    .default(1024 * 1024),
   /** A batch smaller than both limits is sent once its oldest event has waited this long. */
   maxWaitMs: z.number().int().min(0).max(600_000).default(1000),
 });
@@ -58,7 +74,11 @@ export const webhookSchema = z.strictObject({
   signingSecret: z.string().min(16, 'must be at least 16 characters').max(512),
   headers: secretHeaders.optional(),
   /** Event types sent; `["*"]` sends every type in the log. Default: step usage only. */
-  eventTypes: z.array(z.string().regex(/^(\*|[A-Za-z]{1,64})$/, 'must be an event type name or *')).min(1).max(20).default(DEFAULT_EVENT_TYPES),
+  eventTypes: z
+    .array(z.string().regex(/^(\*|[A-Za-z]{1,64})$/, 'must be an event type name or *'))
+    .min(1)
+    .max(20)
+    .default(DEFAULT_EVENT_TYPES),
   ...common,
 });
 
@@ -81,12 +101,23 @@ export const slackSchema = z.strictObject({
   /** The incoming webhook's URL. It is the credential: stored encrypted, never returned. */
   url: httpUrl,
   /** Event types sent (default: the budget alerts). */
-  eventTypes: z.array(z.enum(['BudgetThresholdCrossed', 'BudgetExhausted'])).min(1).max(2).default(ALERT_EVENT_TYPES as ['BudgetThresholdCrossed', 'BudgetExhausted']),
+  eventTypes: z
+    .array(z.enum(['BudgetThresholdCrossed', 'BudgetExhausted']))
+    .min(1)
+    .max(2)
+    .default(ALERT_EVENT_TYPES as ['BudgetThresholdCrossed', 'BudgetExhausted']),
   /** The dashboard's address (e.g. https://tollgate.example.com/dashboard): each alert links to its scope's page. */
   dashboardUrl: httpUrl.optional(),
   ...common,
   batch: batchSchema
-    .extend({ maxEvents: z.number().int().min(1).max(SLACK_MAX_EVENTS, `must be at most ${SLACK_MAX_EVENTS} (a Slack message holds 50 blocks)`).default(20) })
+    .extend({
+      maxEvents: z
+        .number()
+        .int()
+        .min(1)
+        .max(SLACK_MAX_EVENTS, `must be at most ${SLACK_MAX_EVENTS} (a Slack message holds 50 blocks)`)
+        .default(20),
+    })
     .default({ maxEvents: 20, maxBytes: 1024 * 1024, maxWaitMs: 1000 }),
 });
 
@@ -103,7 +134,9 @@ export interface ExporterSecrets {
 
 /** What is stored in `settings`: the validated body without its secrets and startFrom. */
 export type ExporterSettings =
-  | (Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number })
+  | (Omit<z.infer<typeof webhookSchema>, 'signingSecret' | 'headers' | 'startFrom' | 'timeoutMs'> & {
+      timeoutMs: number;
+    })
   | (Omit<z.infer<typeof otlpSchema>, 'headers' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number })
   | (Omit<z.infer<typeof slackSchema>, 'url' | 'startFrom' | 'timeoutMs'> & { timeoutMs: number });
 
@@ -112,7 +145,10 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** The field that names an exporter's destination, for errors. */
 export const destinationField = (body: Pick<PutExporter, 'type'>) => (body.type === 'otlp' ? 'endpoint' : 'url');
 
-export function splitSecrets(body: PutExporter, timeoutMs: number): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
+export function splitSecrets(
+  body: PutExporter,
+  timeoutMs: number,
+): { settings: ExporterSettings; secrets: ExporterSecrets | null } {
   if (body.type === 'webhook') {
     const { signingSecret, headers, startFrom: _s, ...settings } = body;
     return { settings: { ...settings, timeoutMs }, secrets: { signingSecret, ...(headers ? { headers } : {}) } };
@@ -132,4 +168,7 @@ export const replaySchema = z
     /** Re-send every event that occurred at or after this time. */
     fromTime: isoInstantSchema.optional(),
   })
-  .refine((b) => (b.fromPosition === undefined) !== (b.fromTime === undefined), { message: 'give exactly one of fromPosition and fromTime', path: ['fromPosition'] });
+  .refine((b) => (b.fromPosition === undefined) !== (b.fromTime === undefined), {
+    message: 'give exactly one of fromPosition and fromTime',
+    path: ['fromPosition'],
+  });

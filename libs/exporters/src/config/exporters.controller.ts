@@ -16,19 +16,36 @@ export class ExportersController {
 
   @Put(':name')
   @HttpCode(200)
-  @Documented({ summary: 'Create or replace an exporter (webhook or otlp); secrets are stored encrypted and never returned', tag: 'exporters', auth: 'admin', body: putExporterSchema })
-  put(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string, @Body(new ZodPipe(putExporterSchema)) body: PutExporter) {
+  @Documented({
+    summary: 'Create or replace an exporter (webhook or otlp); secrets are stored encrypted and never returned',
+    tag: 'exporters',
+    auth: 'admin',
+    body: putExporterSchema,
+  })
+  put(
+    @CurrentPrincipal() p: Principal,
+    @Param('name', namePipe) name: string,
+    @Body(new ZodPipe(putExporterSchema)) body: PutExporter,
+  ) {
     return this.exporters.put(p.projectId, name, body);
   }
 
   @Get()
-  @Documented({ summary: "List the project's exporters with their state, lag and dead letters", tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: "List the project's exporters with their state, lag and dead letters",
+    tag: 'exporters',
+    auth: 'admin',
+  })
   list(@CurrentPrincipal() p: Principal) {
     return this.exporters.list(p.projectId);
   }
 
   @Get(':name')
-  @Documented({ summary: 'An exporter: settings (without secrets), status and pause reason, checkpoint, lag, dead letters', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'An exporter: settings (without secrets), status and pause reason, checkpoint, lag, dead letters',
+    tag: 'exporters',
+    auth: 'admin',
+  })
   get(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.get(p.projectId, name);
   }
@@ -42,9 +59,19 @@ export class ExportersController {
 
   @Post(':name/replay')
   @HttpCode(200)
-  @Documented({ summary: 'Re-send history: move the checkpoint back to fromPosition or fromTime (never forward)', tag: 'exporters', auth: 'admin', body: replaySchema })
-  replay(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string, @Body(new ZodPipe(replaySchema)) body: z.infer<typeof replaySchema>) {
-    const from = body.fromPosition !== undefined ? { position: BigInt(body.fromPosition) } : { time: new Date(body.fromTime!) };
+  @Documented({
+    summary: 'Re-send history: move the checkpoint back to fromPosition or fromTime (never forward)',
+    tag: 'exporters',
+    auth: 'admin',
+    body: replaySchema,
+  })
+  replay(
+    @CurrentPrincipal() p: Principal,
+    @Param('name', namePipe) name: string,
+    @Body(new ZodPipe(replaySchema)) body: z.infer<typeof replaySchema>,
+  ) {
+    const from =
+      body.fromPosition !== undefined ? { position: BigInt(body.fromPosition) } : { time: new Date(body.fromTime!) };
     return this.exporters.replay(p.projectId, name, from);
   }
 
@@ -63,7 +90,11 @@ export class ExportersController {
   }
 
   @Get(':name/dead-letters')
-  @Documented({ summary: 'Batches that failed for good (and those being retried), with their last error', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Batches that failed for good (and those being retried), with their last error',
+    tag: 'exporters',
+    auth: 'admin',
+  })
   deadLetters(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.deadLetters(p.projectId, name);
   }
@@ -78,7 +109,11 @@ export class ExportersController {
   @Post(':name/dead-letters/:batchId/retry')
   @HttpCode(202)
   @Documented({ summary: 'Send one dead-lettered batch again', tag: 'exporters', auth: 'admin' })
-  retryOne(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string, @Param('batchId', batchIdPipe) batchId: string) {
+  retryOne(
+    @CurrentPrincipal() p: Principal,
+    @Param('name', namePipe) name: string,
+    @Param('batchId', batchIdPipe) batchId: string,
+  ) {
     return this.exporters.retryDeadLetters(p.projectId, name, batchId);
   }
 }

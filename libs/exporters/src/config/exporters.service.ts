@@ -3,7 +3,15 @@ import { LOG_START, PrismaService } from '@tollgate/database';
 import { AppError, Config } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import { ExportJobs } from '../delivery/export-jobs';
-import { exporterLags, listBatches, logHead, resumeExporter, reviveDeadLetters, rewindCheckpoint, type BatchRow } from '../delivery/export-state.sql';
+import {
+  exporterLags,
+  listBatches,
+  logHead,
+  resumeExporter,
+  reviveDeadLetters,
+  rewindCheckpoint,
+  type BatchRow,
+} from '../delivery/export-state.sql';
 import { Destinations } from '../destination/destinations';
 import { tracesUrl } from '../wire/otlp';
 import { recordOf, type ExporterRecord } from './exporter-record';
@@ -29,13 +37,20 @@ export class ExportersService {
 
   async put(projectId: string, name: string, body: PutExporter) {
     const timeoutMs = body.timeoutMs ?? Math.min(DEFAULT_TIMEOUT_MS, this.maxTimeoutMs);
-    if (timeoutMs > this.maxTimeoutMs) throw AppError.validation('timeoutMs', `must be at most ${this.maxTimeoutMs} (the operator's EXPORTS_MAX_TIMEOUT_MS)`);
+    if (timeoutMs > this.maxTimeoutMs)
+      throw AppError.validation(
+        'timeoutMs',
+        `must be at most ${this.maxTimeoutMs} (the operator's EXPORTS_MAX_TIMEOUT_MS)`,
+      );
     const field = destinationField(body);
     const refusal = await this.destinations.refusal(body.type === 'otlp' ? tracesUrl(body.endpoint) : body.url);
     if (refusal) throw AppError.validation(field, refusal);
     const { settings, secrets } = splitSecrets(body, timeoutMs);
     if (secrets && !this.box) {
-      throw new AppError('not_configured', 'This exporter has secrets (a signing secret or headers), which are stored encrypted: the server needs TOLLGATE_SECRET_KEY (32+ characters) set to accept it');
+      throw new AppError(
+        'not_configured',
+        'This exporter has secrets (a signing secret or headers), which are stored encrypted: the server needs TOLLGATE_SECRET_KEY (32+ characters) set to accept it',
+      );
     }
     const existing = await this.prisma.exporter.findUnique({ where: { projectId_name: { projectId, name } } });
     const id = existing?.id ?? `exp_${randomBytes(8).toString('hex')}`;
@@ -46,9 +61,16 @@ export class ExportersService {
     } else {
       const start = body.startFrom === 'beginning' ? LOG_START : await logHead(this.prisma, projectId);
       try {
-        await this.prisma.exporter.create({ data: { id, projectId, name, ...data, checkpointTx: start.tx, checkpointPosition: start.position } });
+        await this.prisma.exporter.create({
+          data: { id, projectId, name, ...data, checkpointTx: start.tx, checkpointPosition: start.position },
+        });
       } catch (err) {
-        if ((err as { code?: string }).code === 'P2002') throw new AppError('conflict', `Exporter ${name} was created by another request at the same time; retry`, 'name');
+        if ((err as { code?: string }).code === 'P2002')
+          throw new AppError(
+            'conflict',
+            `Exporter ${name} was created by another request at the same time; retry`,
+            'name',
+          );
         throw err;
       }
     }
@@ -58,7 +80,9 @@ export class ExportersService {
 
   async list(projectId: string) {
     const rows = await this.prisma.exporter.findMany({ where: { projectId }, orderBy: { name: 'asc' } });
-    const lags = new Map((await Promise.all(rows.map((r) => exporterLags(this.prisma, r.id)))).flat().map((l) => [l.exporterId, l]));
+    const lags = new Map(
+      (await Promise.all(rows.map((r) => exporterLags(this.prisma, r.id)))).flat().map((l) => [l.exporterId, l]),
+    );
     return { exporters: rows.map((r) => this.view(recordOf(r), lags.get(r.id))) };
   }
 
@@ -84,7 +108,10 @@ export class ExportersService {
 
   async pause(projectId: string, name: string) {
     const exporter = await this.find(projectId, name);
-    await this.prisma.exporter.update({ where: { id: exporter.id }, data: { status: 'paused', pausedReason: 'paused through the API', updatedAt: new Date() } });
+    await this.prisma.exporter.update({
+      where: { id: exporter.id },
+      data: { status: 'paused', pausedReason: 'paused through the API', updatedAt: new Date() },
+    });
     return this.get(projectId, name);
   }
 
@@ -105,7 +132,8 @@ export class ExportersService {
   async retryDeadLetters(projectId: string, name: string, batchId?: string) {
     const exporter = await this.find(projectId, name);
     const revived = await reviveDeadLetters(this.prisma, exporter.id, batchId);
-    if (batchId && revived.length === 0) throw new AppError('not_found', `No dead-lettered batch ${batchId} in exporter ${name}`, 'batchId');
+    if (batchId && revived.length === 0)
+      throw new AppError('not_found', `No dead-lettered batch ${batchId} in exporter ${name}`, 'batchId');
     for (const batch of revived) {
       const jobId = `${batch.id}-r${Date.now().toString(36)}`;
       await this.prisma.exportBatch.update({ where: { id: batch.id }, data: { jobId } });
@@ -120,7 +148,10 @@ export class ExportersService {
     return recordOf(row);
   }
 
-  private view(e: ExporterRecord, lag?: { lagEvents: number; lagSeconds: number; deadBatches: number; deadEvents: number }) {
+  private view(
+    e: ExporterRecord,
+    lag?: { lagEvents: number; lagSeconds: number; deadBatches: number; deadEvents: number },
+  ) {
     const secretNames = this.secretNames(e);
     return {
       name: e.name,
@@ -141,12 +172,21 @@ export class ExportersService {
     };
   }
 
-  private secretNames(e: ExporterRecord): { signingSecret: boolean; headers: string[]; url?: true } | { sealed: true } | null {
+  private secretNames(
+    e: ExporterRecord,
+  ): { signingSecret: boolean; headers: string[]; url?: true } | { sealed: true } | null {
     if (!e.sealedSecrets) return null;
     if (!this.box) return { sealed: true };
     try {
-      const s = this.box.open<{ signingSecret?: string; headers?: Record<string, string>; url?: string }>(e.sealedSecrets, e.id);
-      return { signingSecret: Boolean(s.signingSecret), headers: Object.keys(s.headers ?? {}), ...(s.url ? { url: true as const } : {}) };
+      const s = this.box.open<{ signingSecret?: string; headers?: Record<string, string>; url?: string }>(
+        e.sealedSecrets,
+        e.id,
+      );
+      return {
+        signingSecret: Boolean(s.signingSecret),
+        headers: Object.keys(s.headers ?? {}),
+        ...(s.url ? { url: true as const } : {}),
+      };
     } catch {
       return { sealed: true };
     }

@@ -4,7 +4,16 @@ import { cutBatch } from './batching';
 let pos = 0n;
 function row(type = 'StepUsageRecorded', recordedAt = new Date(0), model = 'gpt-4o'): LoggedEvent {
   pos += 1n;
-  return { tx: '100', position: pos, projectId: 'p', eventId: `e${pos}`, type, occurredAt: recordedAt, recordedAt, row: { model, input_tokens: 10n, output_tokens: 2n } };
+  return {
+    tx: '100',
+    position: pos,
+    projectId: 'p',
+    eventId: `e${pos}`,
+    type,
+    occurredAt: recordedAt,
+    recordedAt,
+    row: { model, input_tokens: 10n, output_tokens: 2n },
+  };
 }
 const limits = { maxEvents: 3, maxBytes: 1_000_000, maxWaitMs: 1000 };
 

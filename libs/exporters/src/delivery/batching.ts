@@ -8,7 +8,13 @@ export interface BatchLimits {
 }
 
 export type BatchCut =
-  | { flush: true; rows: LoggedEvent[]; events: WireEvent[]; bytes: number; /** Each event's JSON, reused for the request body. */ serialized: string[] }
+  | {
+      flush: true;
+      rows: LoggedEvent[];
+      events: WireEvent[];
+      bytes: number;
+      /** Each event's JSON, reused for the request body. */ serialized: string[];
+    }
   | { flush: false; waitMs: number };
 
 export const matchesTypes = (types: readonly string[], type: string) => types.includes('*') || types.includes(type);
@@ -49,6 +55,7 @@ export function cutBatch(rows: LoggedEvent[], types: readonly string[], limits: 
     }
   }
   const waited = now - rows[0].recordedAt.getTime();
-  if (!full && events.length > 0 && waited < limits.maxWaitMs) return { flush: false, waitMs: limits.maxWaitMs - waited };
+  if (!full && events.length > 0 && waited < limits.maxWaitMs)
+    return { flush: false, waitMs: limits.maxWaitMs - waited };
   return { flush: true, rows: taken, events, bytes, serialized };
 }

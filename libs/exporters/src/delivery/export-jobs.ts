@@ -30,9 +30,20 @@ export class ExportJobs {
    * Delivers a batch; BullMQ retries it with the exporter's backoff. The batch row counts the
    * attempts and decides when to give up, so BullMQ's own limit only has to be high enough.
    */
-  async deliver(batchId: string, jobId: string, exporter: Pick<ExporterRecord, 'id' | 'settings'>, priorAttempts = 0, delayMs = 0): Promise<void> {
+  async deliver(
+    batchId: string,
+    jobId: string,
+    exporter: Pick<ExporterRecord, 'id' | 'settings'>,
+    priorAttempts = 0,
+    delayMs = 0,
+  ): Promise<void> {
     const { retry } = exporter.settings;
-    const data: JobInput<'exports', 'export.deliver'> = { batchId, exporterId: exporter.id, maxBackoffMs: retry.maxBackoffMs, priorAttempts };
+    const data: JobInput<'exports', 'export.deliver'> = {
+      batchId,
+      exporterId: exporter.id,
+      maxBackoffMs: retry.maxBackoffMs,
+      priorAttempts,
+    };
     await addJob(this.queue, 'exports', 'export.deliver', data, {
       jobId,
       delay: delayMs,

@@ -14,7 +14,19 @@ import { webhookRequest } from '../wire/webhook';
 import { toWireEvent, type WireEvent } from '../wire/wire-event';
 import { cutBatch, matchesTypes } from './batching';
 import { ExportJobs } from './export-jobs';
-import { claimBatch, completeBatch, deadLetterBatch, findBatch, listBatches, pauseExporter, readRange, recordAttempt, setBatchJob, skipRange, type BatchRow } from './export-state.sql';
+import {
+  claimBatch,
+  completeBatch,
+  deadLetterBatch,
+  findBatch,
+  listBatches,
+  pauseExporter,
+  readRange,
+  recordAttempt,
+  setBatchJob,
+  skipRange,
+  type BatchRow,
+} from './export-state.sql';
 import { ProjectShares } from './project-shares';
 import { postToSink } from './sink-client';
 import { backoffMs, SinkError } from './sink-error';
@@ -32,7 +44,10 @@ interface Slot {
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(10).toString('hex')}`;
 
-type Outcome = { result: 'delivered' } | { result: 'retry'; failure: SinkError } | { result: 'dead'; failure: SinkError; paused: boolean };
+type Outcome =
+  | { result: 'delivered' }
+  | { result: 'retry'; failure: SinkError }
+  | { result: 'dead'; failure: SinkError; paused: boolean };
 
 /**
  * An exporter's stream: cut the next batch after the checkpoint, send it, and move the
@@ -89,7 +104,11 @@ export class ExportPipeline {
     }
   }
 
-  private async drainIn(slot: Slot, exporterId: string, jobId: string): Promise<{ state: string; batches: number; waitMs?: number }> {
+  private async drainIn(
+    slot: Slot,
+    exporterId: string,
+    jobId: string,
+  ): Promise<{ state: string; batches: number; waitMs?: number }> {
     const deadline = Date.now() + DRAIN_BUDGET_MS;
     let batches = 0;
     for (let round = 0; ; round++) {
@@ -126,9 +145,24 @@ export class ExportPipeline {
         await this.jobs.drain(exporterId, deferMs());
         return { state: 'deferred', batches };
       }
-      const claim = { id: newId('xb'), exporterId: exporter.id, from: exporter.checkpoint, to, logRows: cut.rows.length, eventCount: cut.events.length, jobId };
+      const claim = {
+        id: newId('xb'),
+        exporterId: exporter.id,
+        from: exporter.checkpoint,
+        to,
+        logRows: cut.rows.length,
+        eventCount: cut.events.length,
+        jobId,
+      };
       if (!(await claimBatch(this.prisma, claim))) return { state: 'raced', batches };
-      const claimed: BatchRow = { ...claim, status: 'in_flight', attempts: 0, lastError: null, createdAt: new Date(), failedAt: null };
+      const claimed: BatchRow = {
+        ...claim,
+        status: 'in_flight',
+        attempts: 0,
+        lastError: null,
+        createdAt: new Date(),
+        failedAt: null,
+      };
       const outcome = await this.attempt(exporter, secrets, claimed, cut.events, cut.serialized);
       batches++;
       if (outcome.result === 'retry') {
@@ -138,11 +172,24 @@ export class ExportPipeline {
     }
   }
 
-  private async scheduleRetry(exporter: ExporterRecord, batchId: string, priorAttempts: number, previous?: SinkError, delayMs?: number): Promise<void> {
+  private async scheduleRetry(
+    exporter: ExporterRecord,
+    batchId: string,
+    priorAttempts: number,
+    previous?: SinkError,
+    delayMs?: number,
+  ): Promise<void> {
     const jobId = `${batchId}-${Date.now().toString(36)}`;
     await setBatchJob(this.prisma, batchId, jobId);
     const { retry } = exporter.settings;
-    await this.jobs.deliver(batchId, jobId, exporter, priorAttempts, delayMs ?? backoffMs(priorAttempts, retry.initialBackoffMs, retry.maxBackoffMs, Math.random, previous?.retryAfterMs));
+    await this.jobs.deliver(
+      batchId,
+      jobId,
+      exporter,
+      priorAttempts,
+      delayMs ??
+        backoffMs(priorAttempts, retry.initialBackoffMs, retry.maxBackoffMs, Math.random, previous?.retryAfterMs),
+    );
   }
 
   /**
@@ -157,11 +204,20 @@ export class ExportPipeline {
       const state = job ? await job.getState() : 'missing';
       if (state !== 'missing' && state !== 'failed' && state !== 'completed' && state !== 'unknown') continue;
       await this.scheduleRetry(exporter, batch.id, batch.attempts);
-      this.logger.warn({ msg: 'batch taken over', exporter: exporter.name, batch: batch.id, previousJob: batch.jobId, previousJobState: batch.jobId === currentJobId ? 'interrupted' : state });
+      this.logger.warn({
+        msg: 'batch taken over',
+        exporter: exporter.name,
+        batch: batch.id,
+        previousJob: batch.jobId,
+        previousJobState: batch.jobId === currentJobId ? 'interrupted' : state,
+      });
     }
     if (exporter.inFlightBatch && !pending.some((b) => b.id === exporter.inFlightBatch)) {
       // The pointer outlived its row (the statements never leave it so; repaired anyway).
-      await this.prisma.exporter.updateMany({ where: { id: exporter.id, inFlightBatch: exporter.inFlightBatch }, data: { inFlightBatch: null } });
+      await this.prisma.exporter.updateMany({
+        where: { id: exporter.id, inFlightBatch: exporter.inFlightBatch },
+        data: { inFlightBatch: null },
+      });
     }
   }
 
@@ -199,14 +255,21 @@ export class ExportPipeline {
     const events = rows.filter((r) => matchesTypes(types, r.type)).map(toWireEvent);
     const outcome = await this.attempt(exporter, secrets, batch, events);
     // The stream's batch is settled (or will be retried): the next one is due now.
-    if (batch.status === 'in_flight' && outcome.result !== 'retry') await this.jobs.drain(exporter.id).catch(() => undefined);
+    if (batch.status === 'in_flight' && outcome.result !== 'retry')
+      await this.jobs.drain(exporter.id).catch(() => undefined);
     if (outcome.result === 'retry') throw outcome.failure;
     if (outcome.result === 'dead') throw new UnrecoverableError(outcome.failure.message);
     return { state: 'delivered', events: events.length };
   }
 
   /** One attempt: the sink's answer settles the batch (delivered, dead-lettered) or asks for a retry. */
-  private async attempt(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[], serialized?: string[]): Promise<Outcome> {
+  private async attempt(
+    exporter: ExporterRecord,
+    secrets: ExporterSecrets,
+    batch: BatchRow,
+    events: WireEvent[],
+    serialized?: string[],
+  ): Promise<Outcome> {
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
@@ -214,8 +277,25 @@ export class ExportPipeline {
     } catch (err) {
       exporterBatchLatency.observe({ type: exporter.type }, elapsed());
       // Anything but a SinkError is ours, not the sink's: retried, and its text kept in the log only.
-      const failure = err instanceof SinkError ? err : new SinkError('the delivery failed in the worker (see its log)', false, undefined, undefined, String((err as Error)?.message ?? err));
-      if (failure.detail) this.logger.warn({ msg: 'delivery failed', exporter: exporter.name, project: exporter.projectId, batch: batch.id, error: failure.message, cause: failure.detail });
+      const failure =
+        err instanceof SinkError
+          ? err
+          : new SinkError(
+              'the delivery failed in the worker (see its log)',
+              false,
+              undefined,
+              undefined,
+              String((err as Error)?.message ?? err),
+            );
+      if (failure.detail)
+        this.logger.warn({
+          msg: 'delivery failed',
+          exporter: exporter.name,
+          project: exporter.projectId,
+          batch: batch.id,
+          error: failure.message,
+          cause: failure.detail,
+        });
       await recordAttempt(this.prisma, batch.id, failure.message);
       const attempts = batch.attempts + 1;
       if (!failure.permanent && attempts < exporter.settings.retry.maxAttempts) {
@@ -225,7 +305,15 @@ export class ExportPipeline {
       exporterBatches.inc({ type: exporter.type, result: 'dead_lettered' });
       const why = failure.permanent ? failure.message : `${failure.message} (after ${attempts} attempts)`;
       const { paused } = await deadLetterBatch(this.prisma, batch.id, why, exporter.settings.pauseAfterFailures);
-      this.logger.warn({ msg: 'batch dead-lettered', exporter: exporter.name, project: exporter.projectId, batch: batch.id, events: events.length, error: why, paused });
+      this.logger.warn({
+        msg: 'batch dead-lettered',
+        exporter: exporter.name,
+        project: exporter.projectId,
+        batch: batch.id,
+        events: events.length,
+        error: why,
+        paused,
+      });
       return { result: 'dead', failure: new SinkError(why, true, failure.status), paused };
     }
     exporterBatchLatency.observe({ type: exporter.type }, elapsed());
@@ -237,27 +325,59 @@ export class ExportPipeline {
 
   private secretsOf(exporter: ExporterRecord): ExporterSecrets {
     if (!exporter.sealedSecrets) return {};
-    if (!this.box) throw new SecretKeyError("TOLLGATE_SECRET_KEY is not set on the worker, so this exporter's secrets cannot be opened; set it and resume the exporter");
+    if (!this.box)
+      throw new SecretKeyError(
+        "TOLLGATE_SECRET_KEY is not set on the worker, so this exporter's secrets cannot be opened; set it and resume the exporter",
+      );
     return this.box.open<ExporterSecrets>(exporter.sealedSecrets, exporter.id);
   }
 
-  private async send(exporter: ExporterRecord, secrets: ExporterSecrets, batch: BatchRow, events: WireEvent[], serialized?: string[]): Promise<void> {
+  private async send(
+    exporter: ExporterRecord,
+    secrets: ExporterSecrets,
+    batch: BatchRow,
+    events: WireEvent[],
+    serialized?: string[],
+  ): Promise<void> {
     const s = exporter.settings;
     // An exporter saved under a higher cap (or before there was one) gets today's.
     const timeoutMs = Math.min(s.timeoutMs, this.maxTimeoutMs);
     if (s.type === 'webhook') {
       if (!secrets.signingSecret) throw new SinkError('webhook exporter has no signing secret', true);
-      const req = webhookRequest({ batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events }, signingSecret: secrets.signingSecret, headers: secrets.headers, serializedEvents: serialized });
-      await postToSink(this.destinations, s.url, req.body, { ...req.headers, 'x-tollgate-exporter': exporter.name }, timeoutMs);
+      const req = webhookRequest({
+        batch: { batchId: batch.id, exporter: exporter.name, projectId: exporter.projectId, events },
+        signingSecret: secrets.signingSecret,
+        headers: secrets.headers,
+        serializedEvents: serialized,
+      });
+      await postToSink(
+        this.destinations,
+        s.url,
+        req.body,
+        { ...req.headers, 'x-tollgate-exporter': exporter.name },
+        timeoutMs,
+      );
       return;
     }
     if (s.type === 'slack') {
       if (!secrets.url) throw new SinkError('slack exporter has no webhook URL', true);
       const message = slackMessage(events, { exporter: exporter.name, dashboardUrl: s.dashboardUrl });
-      await postToSink(this.destinations, secrets.url, JSON.stringify(message), { 'content-type': 'application/json' }, timeoutMs);
+      await postToSink(
+        this.destinations,
+        secrets.url,
+        JSON.stringify(message),
+        { 'content-type': 'application/json' },
+        timeoutMs,
+      );
       return;
     }
     const body = JSON.stringify(toOtlpTraces(events, s.serviceName));
-    await postToSink(this.destinations, tracesUrl(s.endpoint), body, { ...(secrets.headers ?? {}), 'content-type': 'application/json' }, timeoutMs);
+    await postToSink(
+      this.destinations,
+      tracesUrl(s.endpoint),
+      body,
+      { ...(secrets.headers ?? {}), 'content-type': 'application/json' },
+      timeoutMs,
+    );
   }
 }

@@ -14,7 +14,11 @@ describe('exporter state SQL', () => {
     await prisma.project.create({ data: { id: projectId, name: 'sql spec' } });
     await prisma.$queryRawUnsafe('SELECT ensure_event_partition(now())');
     for (let i = 0; i < n; i++) {
-      await prisma.$executeRawUnsafe(`INSERT INTO events (project_id, event_id, type, occurred_at) VALUES ($1, $2, 'StepUsageRecorded', now())`, projectId, `e${i}`);
+      await prisma.$executeRawUnsafe(
+        `INSERT INTO events (project_id, event_id, type, occurred_at) VALUES ($1, $2, 'StepUsageRecorded', now())`,
+        projectId,
+        `e${i}`,
+      );
     }
     const exporterId = id('exp');
     await prisma.exporter.create({ data: { id: exporterId, projectId, name: 'x', type: 'webhook', settings: {} } });
@@ -30,9 +34,23 @@ describe('exporter state SQL', () => {
   }
   const checkpointOf = async (exporterId: string) => {
     const e = await prisma.exporter.findUniqueOrThrow({ where: { id: exporterId } });
-    return { tx: e.checkpointTx, position: e.checkpointPosition, inFlight: e.inFlightBatch, status: e.status, reason: e.pausedReason };
+    return {
+      tx: e.checkpointTx,
+      position: e.checkpointPosition,
+      inFlight: e.inFlightBatch,
+      status: e.status,
+      reason: e.pausedReason,
+    };
   };
-  const batch = (exporterId: string, from: Checkpoint, to: Checkpoint, logRows: number) => ({ id: id('xb'), exporterId, from, to, logRows, eventCount: logRows, jobId: 'j' });
+  const batch = (exporterId: string, from: Checkpoint, to: Checkpoint, logRows: number) => ({
+    id: id('xb'),
+    exporterId,
+    from,
+    to,
+    logRows,
+    eventCount: logRows,
+    jobId: 'j',
+  });
 
   it('lets one batch per exporter be in flight, and moves the checkpoint only when it is acknowledged', async () => {
     const { exporterId, at } = await exporterWithEvents(4);
@@ -53,13 +71,20 @@ describe('exporter state SQL', () => {
     const { projectId, exporterId, at, rows } = await exporterWithEvents(4);
     const b = batch(exporterId, { tx: '0', position: 0n }, at(3), 4);
     await claimBatch(prisma, b);
-    await prisma.exporter.update({ where: { id: exporterId }, data: { checkpointTx: at(1).tx, checkpointPosition: at(1).position } });
+    await prisma.exporter.update({
+      where: { id: exporterId },
+      data: { checkpointTx: at(1).tx, checkpointPosition: at(1).position },
+    });
     // Replaying from the third event moves back to just before it; from beyond the log, nothing moves.
     expect(await rewindCheckpoint(prisma, exporterId, projectId, { position: rows[2].position + 100n })).toBeNull();
     const rewound = await rewindCheckpoint(prisma, exporterId, projectId, { position: rows[1].position });
     expect(rewound).toEqual({ tx: rows[1].tx, position: rows[1].position - 1n });
     expect(await completeBatch(prisma, b.id)).toEqual({ done: true, advanced: false });
-    expect(await checkpointOf(exporterId)).toMatchObject({ tx: rows[1].tx, position: rows[1].position - 1n, inFlight: null });
+    expect(await checkpointOf(exporterId)).toMatchObject({
+      tx: rows[1].tx,
+      position: rows[1].position - 1n,
+      inFlight: null,
+    });
   });
 
   it('dead-letters a batch past the checkpoint, and pauses after N in a row with the reason', async () => {
@@ -70,8 +95,16 @@ describe('exporter state SQL', () => {
     const two = batch(exporterId, at(0), at(1), 1);
     expect(await claimBatch(prisma, two)).toBe(true);
     expect(await deadLetterBatch(prisma, two.id, 'POST answered 401', 2)).toEqual({ dead: true, paused: true });
-    expect(await checkpointOf(exporterId)).toMatchObject({ tx: at(1).tx, position: at(1).position, status: 'paused', reason: '2 batches in a row failed and were dead-lettered; last error: POST answered 401' });
-    expect((await listBatches(prisma, exporterId, ['dead'])).map((d) => [d.id, d.lastError])).toEqual([[one.id, 'POST answered 401'], [two.id, 'POST answered 401']]);
+    expect(await checkpointOf(exporterId)).toMatchObject({
+      tx: at(1).tx,
+      position: at(1).position,
+      status: 'paused',
+      reason: '2 batches in a row failed and were dead-lettered; last error: POST answered 401',
+    });
+    expect((await listBatches(prisma, exporterId, ['dead'])).map((d) => [d.id, d.lastError])).toEqual([
+      [one.id, 'POST answered 401'],
+      [two.id, 'POST answered 401'],
+    ]);
     // Paused: no new batch is claimed.
     expect(await claimBatch(prisma, batch(exporterId, at(1), at(2), 1))).toBe(false);
   });

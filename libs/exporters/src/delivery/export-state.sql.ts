@@ -58,7 +58,15 @@ export async function logHead(prisma: PrismaService, projectId: string): Promise
  */
 export async function claimBatch(
   prisma: PrismaService,
-  batch: { id: string; exporterId: string; from: Checkpoint; to: Checkpoint; logRows: number; eventCount: number; jobId: string },
+  batch: {
+    id: string;
+    exporterId: string;
+    from: Checkpoint;
+    to: Checkpoint;
+    logRows: number;
+    eventCount: number;
+    jobId: string;
+  },
 ): Promise<boolean> {
   const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
     `WITH claimed AS (
@@ -70,23 +78,43 @@ export async function claimBatch(
      INSERT INTO export_batches (id, exporter_id, status, from_tx, from_position, to_tx, to_position, log_rows, event_count, job_id)
      SELECT $1, id, 'in_flight', $3, $4, $5, $6, $7, $8, $9 FROM claimed
      RETURNING id`,
-    batch.id, batch.exporterId, batch.from.tx, batch.from.position, batch.to.tx, batch.to.position, batch.logRows, batch.eventCount, batch.jobId,
+    batch.id,
+    batch.exporterId,
+    batch.from.tx,
+    batch.from.position,
+    batch.to.tx,
+    batch.to.position,
+    batch.logRows,
+    batch.eventCount,
+    batch.jobId,
   );
   return rows.length === 1;
 }
 
 /** Moves the checkpoint over a range that holds nothing this exporter sends. */
-export async function skipRange(prisma: PrismaService, exporterId: string, from: Checkpoint, to: Checkpoint): Promise<boolean> {
+export async function skipRange(
+  prisma: PrismaService,
+  exporterId: string,
+  from: Checkpoint,
+  to: Checkpoint,
+): Promise<boolean> {
   const n = await prisma.$executeRawUnsafe(
     `UPDATE exporters SET checkpoint_tx = $4, checkpoint_position = $5
       WHERE id = $1 AND status = 'active' AND in_flight_batch IS NULL AND checkpoint_tx = $2 AND checkpoint_position = $3`,
-    exporterId, from.tx, from.position, to.tx, to.position,
+    exporterId,
+    from.tx,
+    from.position,
+    to.tx,
+    to.position,
   );
   return n === 1;
 }
 
 export async function findBatch(prisma: PrismaService, batchId: string): Promise<BatchRow | null> {
-  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(`SELECT ${BATCH_COLUMNS} FROM export_batches WHERE id = $1`, batchId);
+  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT ${BATCH_COLUMNS} FROM export_batches WHERE id = $1`,
+    batchId,
+  );
   return rows[0] ? batchOf(rows[0]) : null;
 }
 
@@ -96,7 +124,11 @@ export async function setBatchJob(prisma: PrismaService, batchId: string, jobId:
 
 /** Counts an attempt and keeps its error, for the dead-letter listing. */
 export async function recordAttempt(prisma: PrismaService, batchId: string, error: string | null): Promise<void> {
-  await prisma.$executeRawUnsafe(`UPDATE export_batches SET attempts = attempts + 1, last_error = coalesce($2, last_error) WHERE id = $1`, batchId, error);
+  await prisma.$executeRawUnsafe(
+    `UPDATE export_batches SET attempts = attempts + 1, last_error = coalesce($2, last_error) WHERE id = $1`,
+    batchId,
+    error,
+  );
 }
 
 /**
@@ -104,7 +136,10 @@ export async function recordAttempt(prisma: PrismaService, batchId: string, erro
  * batch the checkpoint moves to its end — unless a replay moved the checkpoint meanwhile, in
  * which case the replayed position stands. One statement, so it commits whole or not at all.
  */
-export async function completeBatch(prisma: PrismaService, batchId: string): Promise<{ done: boolean; advanced: boolean }> {
+export async function completeBatch(
+  prisma: PrismaService,
+  batchId: string,
+): Promise<{ done: boolean; advanced: boolean }> {
   const rows = await prisma.$queryRawUnsafe<{ status: string; advanced: boolean | null }[]>(
     `WITH done AS (
        DELETE FROM export_batches WHERE id = $1 AND status IN ('in_flight', 'retrying') RETURNING *
@@ -130,7 +165,12 @@ export async function completeBatch(prisma: PrismaService, batchId: string): Pro
  * events) and the failure streak grows; at `pauseAfter` in a row the exporter pauses with the
  * reason. Returns whether the exporter is now paused.
  */
-export async function deadLetterBatch(prisma: PrismaService, batchId: string, error: string, pauseAfter: number): Promise<{ dead: boolean; paused: boolean }> {
+export async function deadLetterBatch(
+  prisma: PrismaService,
+  batchId: string,
+  error: string,
+  pauseAfter: number,
+): Promise<{ dead: boolean; paused: boolean }> {
   const rows = await prisma.$queryRawUnsafe<{ status: string; paused: boolean | null }[]>(
     `WITH before AS (
        SELECT id, status AS was FROM export_batches WHERE id = $1 AND status IN ('in_flight', 'retrying') FOR UPDATE
@@ -156,22 +196,35 @@ export async function deadLetterBatch(prisma: PrismaService, batchId: string, er
        RETURNING e.status = 'paused' AS paused
      )
      SELECT dead.was AS status, (SELECT paused FROM moved) AS paused FROM dead`,
-    batchId, error, pauseAfter,
+    batchId,
+    error,
+    pauseAfter,
   );
   return { dead: rows.length === 1, paused: rows[0]?.paused === true };
 }
 
 /** Pauses an exporter with a reason (the in-flight batch, if any, stays and resumes with it). */
 export async function pauseExporter(prisma: PrismaService, exporterId: string, reason: string): Promise<void> {
-  await prisma.$executeRawUnsafe(`UPDATE exporters SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1`, exporterId, reason);
+  await prisma.$executeRawUnsafe(
+    `UPDATE exporters SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1`,
+    exporterId,
+    reason,
+  );
 }
 
 export async function resumeExporter(prisma: PrismaService, exporterId: string): Promise<void> {
-  await prisma.$executeRawUnsafe(`UPDATE exporters SET status = 'active', paused_reason = NULL, consecutive_failures = 0, updated_at = now() WHERE id = $1`, exporterId);
+  await prisma.$executeRawUnsafe(
+    `UPDATE exporters SET status = 'active', paused_reason = NULL, consecutive_failures = 0, updated_at = now() WHERE id = $1`,
+    exporterId,
+  );
 }
 
 /** Marks dead letters for another try; returns the batches to enqueue. */
-export async function reviveDeadLetters(prisma: PrismaService, exporterId: string, batchId?: string): Promise<BatchRow[]> {
+export async function reviveDeadLetters(
+  prisma: PrismaService,
+  exporterId: string,
+  batchId?: string,
+): Promise<BatchRow[]> {
   const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `UPDATE export_batches SET status = 'retrying', attempts = 0
       WHERE exporter_id = $1 AND status = 'dead' ${batchId ? 'AND id = $2' : ''}
@@ -181,10 +234,17 @@ export async function reviveDeadLetters(prisma: PrismaService, exporterId: strin
   return rows.map(batchOf);
 }
 
-export async function listBatches(prisma: PrismaService, exporterId: string, statuses: BatchRow['status'][], limit = 1000): Promise<BatchRow[]> {
+export async function listBatches(
+  prisma: PrismaService,
+  exporterId: string,
+  statuses: BatchRow['status'][],
+  limit = 1000,
+): Promise<BatchRow[]> {
   const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `SELECT ${BATCH_COLUMNS} FROM export_batches WHERE exporter_id = $1 AND status = ANY($2::text[]) ORDER BY from_tx::xid8, from_position LIMIT $3`,
-    exporterId, statuses, limit,
+    exporterId,
+    statuses,
+    limit,
   );
   return rows.map(batchOf);
 }
@@ -194,7 +254,12 @@ export async function listBatches(prisma: PrismaService, exporterId: string, sta
  * occurred at or after `fromTime`), in log order. Never forward: a replay cannot skip events
  * that were not delivered yet. Returns the new checkpoint.
  */
-export async function rewindCheckpoint(prisma: PrismaService, exporterId: string, projectId: string, from: { position: bigint } | { time: Date }): Promise<Checkpoint | null> {
+export async function rewindCheckpoint(
+  prisma: PrismaService,
+  exporterId: string,
+  projectId: string,
+  from: { position: bigint } | { time: Date },
+): Promise<Checkpoint | null> {
   const where = 'position' in from ? 'position >= $2' : 'occurred_at >= $2';
   const rows = await prisma.$queryRawUnsafe<{ checkpoint_tx: string; checkpoint_position: bigint }[]>(
     `WITH first AS (
@@ -204,7 +269,9 @@ export async function rewindCheckpoint(prisma: PrismaService, exporterId: string
        FROM first
       WHERE e.id = $3 AND (first.tx, first.position - 1) < (e.checkpoint_tx::xid8, e.checkpoint_position)
      RETURNING e.checkpoint_tx, e.checkpoint_position`,
-    projectId, 'position' in from ? from.position : from.time, exporterId,
+    projectId,
+    'position' in from ? from.position : from.time,
+    exporterId,
   );
   return rows[0] ? { tx: rows[0].checkpoint_tx, position: BigInt(rows[0].checkpoint_position) } : null;
 }
@@ -213,11 +280,17 @@ export async function rewindCheckpoint(prisma: PrismaService, exporterId: string
  * The log rows of a batch's range, re-read: exactly the rows first cut, since the range ends
  * below the commit horizon it was cut at and the log is never updated.
  */
-export async function readRange(prisma: PrismaService, projectId: string, batch: Pick<BatchRow, 'from' | 'to' | 'logRows'>): Promise<LoggedEvent[]> {
+export async function readRange(
+  prisma: PrismaService,
+  projectId: string,
+  batch: Pick<BatchRow, 'from' | 'to' | 'logRows'>,
+): Promise<LoggedEvent[]> {
   const rows = await readEventsAfter(prisma, batch.from, batch.logRows, projectId);
   const last = rows[rows.length - 1];
   if (rows.length !== batch.logRows || !last || last.tx !== batch.to.tx || last.position !== batch.to.position) {
-    throw new Error(`Batch range (${batch.from.tx}/${batch.from.position}, ${batch.to.tx}/${batch.to.position}] no longer reads back the same ${batch.logRows} rows (was its partition dropped?)`);
+    throw new Error(
+      `Batch range (${batch.from.tx}/${batch.from.position}, ${batch.to.tx}/${batch.to.position}] no longer reads back the same ${batch.logRows} rows (was its partition dropped?)`,
+    );
   }
   return rows;
 }

@@ -16,7 +16,15 @@ async function receiver() {
   });
   server.on('connection', () => seen.connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 /** Names resolve only through this table: no test asks a real DNS server anything. */
@@ -40,7 +48,11 @@ function destinations(allow: string, lookup: Lookup): Destinations {
   return d;
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => null, (e: SinkError) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: SinkError) => e,
+  );
 
 describe('postToSink', () => {
   let sink: Awaited<ReturnType<typeof receiver>>;
@@ -52,8 +64,14 @@ describe('postToSink', () => {
   it('connects to the address it checked, with the Host header of the URL', async () => {
     const lookup = stubLookup({ 'collector.internal': [['127.0.0.1']] });
     const d = destinations('127.0.0.1', lookup);
-    await expect(postToSink(d, `http://collector.internal:${sink.port}/v1/traces`, '{}', { 'x-a': '1' }, 2000)).resolves.toBe(200);
-    expect(sink.seen.headers[0]).toMatchObject({ host: `collector.internal:${sink.port}`, 'x-a': '1', 'content-length': '2' });
+    await expect(
+      postToSink(d, `http://collector.internal:${sink.port}/v1/traces`, '{}', { 'x-a': '1' }, 2000),
+    ).resolves.toBe(200);
+    expect(sink.seen.headers[0]).toMatchObject({
+      host: `collector.internal:${sink.port}`,
+      'x-a': '1',
+      'content-length': '2',
+    });
     expect(lookup.calls).toEqual(['collector.internal']);
   });
 
@@ -64,7 +82,10 @@ describe('postToSink', () => {
     const url = `http://rebind.test:${sink.port}/hook`;
     expect(await d.refusal(url)).toBeNull();
     const first = await failure(postToSink(d, url, '{}', {}, 2000));
-    expect(first).toMatchObject({ permanent: true, message: `POST ${url} refused: the destination has a host name that resolves to a link-local address (where cloud metadata services answer), which exporters may not send to (the operator can allow it with TOLLGATE_EXPORTER_ALLOW_HOSTS)` });
+    expect(first).toMatchObject({
+      permanent: true,
+      message: `POST ${url} refused: the destination has a host name that resolves to a link-local address (where cloud metadata services answer), which exporters may not send to (the operator can allow it with TOLLGATE_EXPORTER_ALLOW_HOSTS)`,
+    });
     const second = await failure(postToSink(d, url, '{}', {}, 2000));
     expect(second?.message).toMatch(/resolves to a private address/);
     expect(sink.seen.connections).toBe(0);
@@ -81,8 +102,23 @@ describe('postToSink', () => {
 
   it('does not let an exporter set Host or the headers that frame the request', async () => {
     const d = destinations('127.0.0.1', stubLookup({}));
-    await postToSink(d, `http://127.0.0.1:${sink.port}/`, '{"a":1}', { Host: 'metadata.google.internal', 'Content-Length': '0', 'Transfer-Encoding': 'chunked', authorization: 'Bearer t' }, 2000);
-    expect(sink.seen.headers[0]).toMatchObject({ host: `127.0.0.1:${sink.port}`, 'content-length': '7', authorization: 'Bearer t' });
+    await postToSink(
+      d,
+      `http://127.0.0.1:${sink.port}/`,
+      '{"a":1}',
+      {
+        Host: 'metadata.google.internal',
+        'Content-Length': '0',
+        'Transfer-Encoding': 'chunked',
+        authorization: 'Bearer t',
+      },
+      2000,
+    );
+    expect(sink.seen.headers[0]).toMatchObject({
+      host: `127.0.0.1:${sink.port}`,
+      'content-length': '7',
+      authorization: 'Bearer t',
+    });
     expect(sink.seen.headers[0]['transfer-encoding']).toBeUndefined();
   });
 
@@ -91,8 +127,15 @@ describe('postToSink', () => {
     await sink.close();
     const refused = await failure(postToSink(d, `http://127.0.0.1:${sink.port}/`, '{}', {}, 2000));
     const unknown = await failure(postToSink(d, `http://nowhere.test:${sink.port}/`, '{}', {}, 2000));
-    expect(refused).toMatchObject({ permanent: false, message: `POST http://127.0.0.1:${sink.port}/ failed: ${NO_ANSWER}`, detail: 'ECONNREFUSED' });
-    expect(unknown).toMatchObject({ permanent: false, message: `POST http://nowhere.test:${sink.port}/ failed: ${NO_ANSWER}` });
+    expect(refused).toMatchObject({
+      permanent: false,
+      message: `POST http://127.0.0.1:${sink.port}/ failed: ${NO_ANSWER}`,
+      detail: 'ECONNREFUSED',
+    });
+    expect(unknown).toMatchObject({
+      permanent: false,
+      message: `POST http://nowhere.test:${sink.port}/ failed: ${NO_ANSWER}`,
+    });
     expect(unknown?.detail).toMatch(/ENOTFOUND/);
   });
 
@@ -116,13 +159,20 @@ ZWN0b3IuaW50ZXJuYWwwCgYIKoZIzj0EAwIDSQAwRgIhALRlQGLh80fZaCzg/adK
 5j7Mk0Y=
 -----END CERTIFICATE-----`;
     const names: string[] = [];
-    const server = createTlsServer({ key, cert, SNICallback: (name, cb) => (names.push(name), cb(null, undefined)) }, (_req, res) => res.end('{}'));
+    const server = createTlsServer(
+      { key, cert, SNICallback: (name, cb) => (names.push(name), cb(null, undefined)) },
+      (_req, res) => res.end('{}'),
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
     try {
       const d = destinations('127.0.0.1', stubLookup({ 'collector.internal': [['127.0.0.1']] }));
       const res = await failure(postToSink(d, `https://collector.internal:${port}/v1/traces`, '{}', {}, 2000));
-      expect(res).toMatchObject({ permanent: false, message: `POST https://collector.internal:${port}/v1/traces failed: ${NO_ANSWER}`, detail: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+      expect(res).toMatchObject({
+        permanent: false,
+        message: `POST https://collector.internal:${port}/v1/traces failed: ${NO_ANSWER}`,
+        detail: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+      });
       expect(names).toEqual(['collector.internal']);
     } finally {
       server.closeAllConnections();

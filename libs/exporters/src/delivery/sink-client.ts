@@ -21,7 +21,19 @@ export const NO_ANSWER = 'no answer from the receiver (connection failed, was cl
 const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
 
 /** Headers that frame the request or route it: the sender sets them, never an exporter's configuration. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'proxy-authorization', 'proxy-connection']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-authorization',
+  'proxy-connection',
+]);
 
 export const isReservedHeader = (name: string) => RESERVED_HEADERS.has(name.toLowerCase());
 
@@ -49,26 +61,39 @@ function retryAfterMs(header: string | string[] | undefined): number | undefined
  * host). Redirects are not followed. No byte of the answer is kept: it is read and dropped (so
  * that the socket can be reused) until MAX_ANSWER_BYTES have arrived, then the connection is cut.
  */
-export async function postToSink(destinations: Destinations, rawUrl: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<number> {
+export async function postToSink(
+  destinations: Destinations,
+  rawUrl: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<number> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
-  const unreachable = (detail: string) => new SinkError(`POST ${rawUrl} failed: ${NO_ANSWER}`, false, undefined, undefined, detail);
+  const unreachable = (detail: string) =>
+    new SinkError(`POST ${rawUrl} failed: ${NO_ANSWER}`, false, undefined, undefined, detail);
   try {
     let target;
     try {
       target = await Promise.race([
         destinations.resolve(rawUrl),
-        new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(new UnresolvedHost('no DNS answer in time')), { once: true })),
+        new Promise<never>((_, reject) =>
+          deadline.signal.addEventListener('abort', () => reject(new UnresolvedHost('no DNS answer in time')), {
+            once: true,
+          }),
+        ),
       ]);
     } catch (err) {
-      if (err instanceof DestinationRefused) throw new SinkError(`POST ${rawUrl} refused: the destination ${err.message}`, true);
+      if (err instanceof DestinationRefused)
+        throw new SinkError(`POST ${rawUrl} refused: the destination ${err.message}`, true);
       if (err instanceof UnresolvedHost) throw unreachable(`resolve ${err.message}`);
       throw err;
     }
     const { url, address, family } = target;
     const payload = Buffer.from(body, 'utf8');
     const outgoing: Record<string, string | number> = { 'user-agent': 'tollgate-exporter/0.1' };
-    for (const [name, value] of Object.entries(headers)) if (!isReservedHeader(name)) outgoing[name.toLowerCase()] = value;
+    for (const [name, value] of Object.entries(headers))
+      if (!isReservedHeader(name)) outgoing[name.toLowerCase()] = value;
     outgoing.host = url.host;
     outgoing['content-length'] = payload.length;
 
@@ -91,16 +116,31 @@ export async function postToSink(destinations: Destinations, rawUrl: string, bod
         });
       } catch (err) {
         // A header stored before header values were validated.
-        return reject(new SinkError(`POST ${rawUrl} not sent: a configured header is not valid in HTTP`, true, undefined, undefined, (err as Error).message));
+        return reject(
+          new SinkError(
+            `POST ${rawUrl} not sent: a configured header is not valid in HTTP`,
+            true,
+            undefined,
+            undefined,
+            (err as Error).message,
+          ),
+        );
       }
       req.once('response', resolve);
-      req.on('error', (err: Error & { code?: string }) => reject(unreachable(deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : (err.code ?? err.message))));
+      req.on('error', (err: Error & { code?: string }) =>
+        reject(unreachable(deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : (err.code ?? err.message))),
+      );
       req.end(payload);
     });
     const status = res.statusCode ?? 0;
     await discardAnswer(res);
     if (status >= 200 && status < 300) return status;
-    throw new SinkError(`POST ${rawUrl} answered ${status} (${reasonOf(status)})`, isPermanentStatus(status), status, retryAfterMs(res.headers['retry-after']));
+    throw new SinkError(
+      `POST ${rawUrl} answered ${status} (${reasonOf(status)})`,
+      isPermanentStatus(status),
+      status,
+      retryAfterMs(res.headers['retry-after']),
+    );
   } finally {
     clearTimeout(timer);
   }

@@ -23,7 +23,13 @@ export function isPermanentStatus(status: number): boolean {
  * batches of many exporters failing together do not retry in lockstep. Capped at maxMs; a
  * sink's Retry-After is honoured up to the cap.
  */
-export function backoffMs(attemptsMade: number, initialMs: number, maxMs: number, random = Math.random, retryAfter?: number): number {
+export function backoffMs(
+  attemptsMade: number,
+  initialMs: number,
+  maxMs: number,
+  random = Math.random,
+  retryAfter?: number,
+): number {
   const exp = Math.min(maxMs, initialMs * 2 ** Math.max(0, attemptsMade - 1));
   const jittered = exp / 2 + random() * (exp / 2);
   return Math.round(Math.min(maxMs, Math.max(jittered, retryAfter ?? 0)));

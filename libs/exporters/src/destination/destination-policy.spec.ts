@@ -40,17 +40,35 @@ describe('refusedBecause', () => {
     expect(refusedBecause(address)).toBe(why);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '1.1.1.1', '100.128.0.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1'])('%s is public', (address) => {
+  it.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '1.1.1.1',
+    '100.128.0.1',
+    '172.32.0.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+    '2002:808:808::1',
+  ])('%s is public', (address) => {
     expect(refusedBecause(address)).toBeNull();
   });
 
   it('parses IPv6 spellings into their words, and finds the IPv4 address they carry', () => {
-    expect(parseIp('[::ffff:127.0.0.1]')).toEqual({ family: 6, text: '0:0:0:0:0:ffff:7f00:1', words: [0, 0, 0, 0, 0, 0xffff, 0x7f00, 1] });
+    expect(parseIp('[::ffff:127.0.0.1]')).toEqual({
+      family: 6,
+      text: '0:0:0:0:0:ffff:7f00:1',
+      words: [0, 0, 0, 0, 0, 0xffff, 0x7f00, 1],
+    });
     expect(parseIp('1::')).toMatchObject({ words: [1, 0, 0, 0, 0, 0, 0, 0] });
     expect(parseIp('::1.2.3.4')).toMatchObject({ words: [0, 0, 0, 0, 0, 0, 0x102, 0x304] });
     expect(parseIp('localhost')).toBeNull();
     expect(parseIp('127.1')).toBeNull();
-    expect(embeddedIpv4(parseIp('2002:a9fe:a9fe::1')!.family === 6 ? (parseIp('2002:a9fe:a9fe::1') as { words: number[] }).words : [])).toEqual({ address: '169.254.169.254', how: '6to4' });
+    expect(
+      embeddedIpv4(
+        parseIp('2002:a9fe:a9fe::1')!.family === 6 ? (parseIp('2002:a9fe:a9fe::1') as { words: number[] }).words : [],
+      ),
+    ).toEqual({ address: '169.254.169.254', how: '6to4' });
   });
 });
 
@@ -67,20 +85,35 @@ describe('DestinationPolicy', () => {
   };
 
   it('refuses numeric, short and mapped spellings of internal addresses as the URL parser reads them', () => {
-    for (const url of ['http://2130706433/', 'http://0x7f000001/', 'http://0177.0.0.1/', 'http://127.1/', 'http://[::ffff:127.0.0.1]/', 'http://0/', 'http://[0:0:0:0:0:0:0:1]/']) {
-      expect([url, refusal(strict, url)]).toEqual([url, expect.stringMatching(/^points at an? (loopback|unspecified) address.*TOLLGATE_EXPORTER_ALLOW_HOSTS/)]);
+    for (const url of [
+      'http://2130706433/',
+      'http://0x7f000001/',
+      'http://0177.0.0.1/',
+      'http://127.1/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://0/',
+      'http://[0:0:0:0:0:0:0:1]/',
+    ]) {
+      expect([url, refusal(strict, url)]).toEqual([
+        url,
+        expect.stringMatching(/^points at an? (loopback|unspecified) address.*TOLLGATE_EXPORTER_ALLOW_HOSTS/),
+      ]);
     }
   });
 
   it('refuses a user name or a password in the URL, allowed host or not', () => {
-    expect(refusal(new DestinationPolicy(['127.0.0.1']), 'http://user:pass@127.0.0.1/')).toMatch(/user name or password/);
+    expect(refusal(new DestinationPolicy(['127.0.0.1']), 'http://user:pass@127.0.0.1/')).toMatch(
+      /user name or password/,
+    );
     expect(refusal(strict, 'https://token@example.com/')).toMatch(/user name or password/);
   });
 
   it('leaves a host name to be resolved, and refuses it when any address it resolves to is refused', () => {
     expect(strict.checkUrl('https://collector.example.com/v1/traces').ip).toBeNull();
     expect(() => strict.checkResolved('collector.example.com', ['93.184.216.34'])).not.toThrow();
-    expect(() => strict.checkResolved('rebind.example.com', ['93.184.216.34', '169.254.169.254'])).toThrow(/resolves to a link-local address/);
+    expect(() => strict.checkResolved('rebind.example.com', ['93.184.216.34', '169.254.169.254'])).toThrow(
+      /resolves to a link-local address/,
+    );
     expect(() => strict.checkResolved('nowhere.example.com', [])).toThrow(/does not resolve/);
   });
 

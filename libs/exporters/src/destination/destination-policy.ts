@@ -5,20 +5,52 @@ import { embeddedIpv4, parseIp, unbracket, type IpAddress } from './ip-address';
 const REFUSED: { why: string; v4?: [string, number][]; v6?: [string, number][] }[] = [
   { why: 'an unspecified address', v4: [['0.0.0.0', 8]], v6: [['::', 128]] },
   { why: 'a loopback address', v4: [['127.0.0.0', 8]], v6: [['::1', 128]] },
-  { why: 'a private address', v4: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16]], v6: [['fc00::', 7], ['64:ff9b:1::', 48]] },
+  {
+    why: 'a private address',
+    v4: [
+      ['10.0.0.0', 8],
+      ['172.16.0.0', 12],
+      ['192.168.0.0', 16],
+    ],
+    v6: [
+      ['fc00::', 7],
+      ['64:ff9b:1::', 48],
+    ],
+  },
   { why: 'a shared (carrier-grade NAT) address', v4: [['100.64.0.0', 10]] },
-  { why: 'a link-local address (where cloud metadata services answer)', v4: [['169.254.0.0', 16]], v6: [['fe80::', 10]] },
+  {
+    why: 'a link-local address (where cloud metadata services answer)',
+    v4: [['169.254.0.0', 16]],
+    v6: [['fe80::', 10]],
+  },
   { why: 'a site-local address', v6: [['fec0::', 10]] },
   { why: 'a multicast address', v4: [['224.0.0.0', 4]], v6: [['ff00::', 8]] },
   { why: 'a benchmarking address', v4: [['198.18.0.0', 15]] },
-  { why: 'a documentation address', v4: [['192.0.2.0', 24], ['198.51.100.0', 24], ['203.0.113.0', 24]], v6: [['2001:db8::', 32]] },
+  {
+    why: 'a documentation address',
+    v4: [
+      ['192.0.2.0', 24],
+      ['198.51.100.0', 24],
+      ['203.0.113.0', 24],
+    ],
+    v6: [['2001:db8::', 32]],
+  },
   {
     why: 'a reserved address',
     // 192.0.0.0/24: IETF protocol assignments; 240/4 includes the broadcast address; ::/96: the
     // deprecated IPv4-compatible form; 100::/64: discard-only; 2001::/32: Teredo tunnels, whose
     // far end is wherever the tunnel goes.
-    v4: [['192.0.0.0', 24], ['192.88.99.0', 24], ['240.0.0.0', 4]],
-    v6: [['::', 96], ['100::', 64], ['2001::', 32], ['2001:10::', 28]],
+    v4: [
+      ['192.0.0.0', 24],
+      ['192.88.99.0', 24],
+      ['240.0.0.0', 4],
+    ],
+    v6: [
+      ['::', 96],
+      ['100::', 64],
+      ['2001::', 32],
+      ['2001:10::', 28],
+    ],
   },
 ];
 
@@ -64,7 +96,8 @@ export class DestinationPolicy {
       const ip = parseIp(addr);
       if (ip && extra === undefined) {
         const bits = prefix === undefined ? (ip.family === 4 ? 32 : 128) : Number(prefix);
-        if (!/^\d+$/.test(prefix ?? '0') || bits > (ip.family === 4 ? 32 : 128)) throw new Error(`TOLLGATE_EXPORTER_ALLOW_HOSTS: ${raw} has a bad prefix length`);
+        if (!/^\d+$/.test(prefix ?? '0') || bits > (ip.family === 4 ? 32 : 128))
+          throw new Error(`TOLLGATE_EXPORTER_ALLOW_HOSTS: ${raw} has a bad prefix length`);
         this.addresses.addSubnet(ip.text, bits, ip.family === 4 ? 'ipv4' : 'ipv6');
       } else if (prefix === undefined && /^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?\.?$/.test(entry)) {
         this.names.add(entry.replace(/\.$/, ''));
@@ -99,7 +132,10 @@ export class DestinationPolicy {
       throw new DestinationRefused('is not a valid URL');
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new DestinationRefused('must be an http(s) URL');
-    if (url.username || url.password) throw new DestinationRefused('must not contain a user name or password (send credentials in headers, which are stored encrypted)');
+    if (url.username || url.password)
+      throw new DestinationRefused(
+        'must not contain a user name or password (send credentials in headers, which are stored encrypted)',
+      );
     const ip = parseIp(url.hostname);
     if (ip && !this.allowsName(url.hostname)) {
       const why = this.refuseAddress(ip.text);
@@ -114,7 +150,10 @@ export class DestinationPolicy {
     if (this.allowsName(hostname)) return;
     for (const a of addresses) {
       const why = this.refuseAddress(a);
-      if (why) throw new DestinationRefused(`has a host name that resolves to ${why}, which exporters may not send to${ALLOW_HINT}`);
+      if (why)
+        throw new DestinationRefused(
+          `has a host name that resolves to ${why}, which exporters may not send to${ALLOW_HINT}`,
+        );
     }
   }
 

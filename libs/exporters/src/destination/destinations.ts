@@ -46,7 +46,10 @@ export class Destinations {
     } catch (err) {
       throw new UnresolvedHost(`${url.hostname}: ${(err as { code?: string }).code ?? (err as Error).message}`);
     }
-    this.policy.checkResolved(url.hostname, found.map((a) => a.address));
+    this.policy.checkResolved(
+      url.hostname,
+      found.map((a) => a.address),
+    );
     const first = found[0];
     return { url, address: first.address, family: first.family === 6 ? 6 : 4 };
   }

@@ -53,8 +53,10 @@ const v4Of = (hi: number, lo: number) => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff
 export function embeddedIpv4(words: number[]): { address: string; how: string } | null {
   const zeros = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
   if (zeros(0, 5) && words[5] === 0xffff) return { address: v4Of(words[6], words[7]), how: 'IPv4-mapped' };
-  if (zeros(0, 4) && words[4] === 0xffff && words[5] === 0) return { address: v4Of(words[6], words[7]), how: 'IPv4-translated' };
-  if (words[0] === 0x64 && words[1] === 0xff9b && zeros(2, 6)) return { address: v4Of(words[6], words[7]), how: 'NAT64' };
+  if (zeros(0, 4) && words[4] === 0xffff && words[5] === 0)
+    return { address: v4Of(words[6], words[7]), how: 'IPv4-translated' };
+  if (words[0] === 0x64 && words[1] === 0xff9b && zeros(2, 6))
+    return { address: v4Of(words[6], words[7]), how: 'NAT64' };
   if (words[0] === 0x2002) return { address: v4Of(words[1], words[2]), how: '6to4' };
   return null;
 }

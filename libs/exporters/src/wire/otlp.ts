@@ -3,7 +3,12 @@ import { STEP_EVENT_TYPE } from '../config/exporter-settings';
 import { REPRICED_EVENT_TYPE, type WireEvent } from './wire-event';
 
 /** OTLP/JSON AnyValue (int64 as a decimal string, as the protobuf JSON mapping writes it). */
-type AnyValue = { stringValue: string } | { intValue: string } | { doubleValue: number } | { boolValue: boolean } | { arrayValue: { values: AnyValue[] } };
+type AnyValue =
+  | { stringValue: string }
+  | { intValue: string }
+  | { doubleValue: number }
+  | { boolValue: boolean }
+  | { arrayValue: { values: AnyValue[] } };
 export interface KeyValue {
   key: string;
   value: AnyValue;
@@ -22,7 +27,10 @@ export interface OtlpSpan {
 }
 
 export interface OtlpTraces {
-  resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { scope: { name: string; version: string }; spans: OtlpSpan[] }[] }[];
+  resourceSpans: {
+    resource: { attributes: KeyValue[] };
+    scopeSpans: { scope: { name: string; version: string }; spans: OtlpSpan[] }[];
+  }[];
 }
 
 const SPAN_KIND_INTERNAL = 1;
@@ -48,7 +56,8 @@ function attrs(pairs: ([string, AttrValue] | [string, AttrValue, 'int' | 'double
     if (v === null || v === undefined) continue;
     if (Array.isArray(v)) out.push({ key, value: { arrayValue: { values: v.map((s) => ({ stringValue: s })) } } });
     else if (typeof v === 'boolean') out.push({ key, value: { boolValue: v } });
-    else if (typeof v === 'number') out.push({ key, value: kind === 'double' ? { doubleValue: v } : { intValue: String(Math.trunc(v)) } });
+    else if (typeof v === 'number')
+      out.push({ key, value: kind === 'double' ? { doubleValue: v } : { intValue: String(Math.trunc(v)) } });
     else out.push({ key, value: { stringValue: v } });
   }
   return out;
@@ -111,7 +120,9 @@ export function toOtlpSpan(e: WireEvent): OtlpSpan {
       ['tollgate.cost.source', e.cost?.source],
       ['tollgate.cost.unpriced', e.unpriced],
       ['tollgate.tags', e.tags.length ? e.tags : null],
-      ...Object.entries(e.labels ?? {}).map(([k, v]) => [`tollgate.label.${k}`, typeof v === 'string' ? v : JSON.stringify(v)] as [string, string]),
+      ...Object.entries(e.labels ?? {}).map(
+        ([k, v]) => [`tollgate.label.${k}`, typeof v === 'string' ? v : JSON.stringify(v)] as [string, string],
+      ),
     ]),
   };
 }
@@ -131,7 +142,13 @@ export function toOtlpRepriceSpan(e: WireEvent): OtlpSpan {
   const before = r?.previousCost ?? null;
   const after = e.cost;
   // A delta in one unit; none when the correction moved the step from one unit to another.
-  const delta = !before ? after : !after ? { micros: -before.micros, currency: before.currency } : after.currency === before.currency ? { micros: after.micros - before.micros, currency: after.currency } : null;
+  const delta = !before
+    ? after
+    : !after
+      ? { micros: -before.micros, currency: before.currency }
+      : after.currency === before.currency
+        ? { micros: after.micros - before.micros, currency: after.currency }
+        : null;
   return {
     traceId: otlpTraceId(e.traceId, stepEventId),
     spanId: hexOf(`span:${e.projectId}:${e.eventId}`, 16),
@@ -178,7 +195,12 @@ export function toOtlpTraces(events: WireEvent[], defaultServiceName: string, ve
   }
   return {
     resourceSpans: [...groups.values()].map((g) => ({
-      resource: { attributes: attrs([['service.name', g.service], ['deployment.environment.name', g.environment]]) },
+      resource: {
+        attributes: attrs([
+          ['service.name', g.service],
+          ['deployment.environment.name', g.environment],
+        ]),
+      },
       scopeSpans: [{ scope: { name: 'tollgate', version }, spans: g.spans }],
     })),
   };

@@ -12,7 +12,8 @@ export interface SlackMessage {
   blocks: Record<string, unknown>[];
 }
 
-const fmt = (n: number, unit: string) => (unit === 'tokens' ? `${Math.round(n).toLocaleString('en-US')} tokens` : `${Number(n.toPrecision(12))} ${unit}`);
+const fmt = (n: number, unit: string) =>
+  unit === 'tokens' ? `${Math.round(n).toLocaleString('en-US')} tokens` : `${Number(n.toPrecision(12))} ${unit}`;
 
 // Slack's mrkdwn treats &, < and > as control characters; everything of ours is escaped.
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -21,7 +22,8 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 export function alertLine(e: WireEvent): string {
   const d = (e.data ?? {}) as Record<string, any>;
   const budget = `${d.scopeKey}${d.window ? ` (${d.window})` : ''}`;
-  const against = `${fmt(Number(d.usage), d.unit)} of ${fmt(Number(d.limit), d.unit)} ${d.limitType === 'cost' ? '' : `(${d.limitType}) `}`.trimEnd();
+  const against =
+    `${fmt(Number(d.usage), d.unit)} of ${fmt(Number(d.limit), d.unit)} ${d.limitType === 'cost' ? '' : `(${d.limitType}) `}`.trimEnd();
   if (e.type === 'BudgetExhausted') return `Budget exhausted: ${budget}, ${d.source} denied a step at ${against}`;
   if (e.type === 'BudgetThresholdCrossed') return `Budget at ${d.threshold}%: ${budget}, ${d.source}, ${against}`;
   return `${e.type}: ${e.eventId}`;
@@ -31,7 +33,10 @@ export function alertLine(e: WireEvent): string {
  * The message for a batch: a header and one section per event (with a link to the scope's page
  * of the dashboard when `dashboardUrl` is set).
  */
-export function slackMessage(events: readonly WireEvent[], opts: { exporter: string; dashboardUrl?: string }): SlackMessage {
+export function slackMessage(
+  events: readonly WireEvent[],
+  opts: { exporter: string; dashboardUrl?: string },
+): SlackMessage {
   const lines = events.map(alertLine);
   const link = (e: WireEvent) => {
     const scopeKey = (e.data as Record<string, unknown> | null)?.scopeKey;
@@ -44,8 +49,18 @@ export function slackMessage(events: readonly WireEvent[], opts: { exporter: str
   return {
     text: esc(text),
     blocks: [
-      { type: 'header', text: { type: 'plain_text', text: events.length === 1 ? 'Tollgate budget alert' : `Tollgate: ${events.length} budget alerts`.slice(0, 150) } },
-      ...events.map((e, i) => ({ type: 'section', text: { type: 'mrkdwn', text: `${esc(lines[i])}${link(e)}`.slice(0, 3000) } })),
+      {
+        type: 'header',
+        text: {
+          type: 'plain_text',
+          text:
+            events.length === 1 ? 'Tollgate budget alert' : `Tollgate: ${events.length} budget alerts`.slice(0, 150),
+        },
+      },
+      ...events.map((e, i) => ({
+        type: 'section',
+        text: { type: 'mrkdwn', text: `${esc(lines[i])}${link(e)}`.slice(0, 3000) },
+      })),
     ],
   };
 }

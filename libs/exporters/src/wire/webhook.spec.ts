@@ -5,17 +5,28 @@ describe('webhook signature', () => {
   const now = Date.UTC(2026, 10, 30, 12, 0, 0);
 
   it('signs the timestamp and the body, and a receiver verifies it', () => {
-    const { body, headers } = webhookRequest({ batch: { batchId: 'xb_1', exporter: 'billing', projectId: 'p', events: [] }, signingSecret: secret, now });
+    const { body, headers } = webhookRequest({
+      batch: { batchId: 'xb_1', exporter: 'billing', projectId: 'p', events: [] },
+      signingSecret: secret,
+      now,
+    });
     expect(headers['x-tollgate-timestamp']).toBe(String(now / 1000));
     expect(headers['idempotency-key']).toBe('xb_1');
-    expect(verifyWebhook(secret, body, headers['x-tollgate-timestamp'], headers['x-tollgate-signature'], 300, now)).toBe(true);
+    expect(
+      verifyWebhook(secret, body, headers['x-tollgate-timestamp'], headers['x-tollgate-signature'], 300, now),
+    ).toBe(true);
   });
 
   it('builds the same body from events serialized ahead', () => {
     const events = [{ eventId: 'a' }, { eventId: 'b', n: 1 }] as never[];
     const batch = { batchId: 'xb_1', exporter: 'billing', projectId: 'p', events };
     const plain = webhookRequest({ batch, signingSecret: secret, now });
-    const reused = webhookRequest({ batch, signingSecret: secret, now, serializedEvents: events.map((e) => JSON.stringify(e)) });
+    const reused = webhookRequest({
+      batch,
+      signingSecret: secret,
+      now,
+      serializedEvents: events.map((e) => JSON.stringify(e)),
+    });
     expect(reused.body).toBe(plain.body);
     expect(JSON.parse(reused.body)).toEqual(batch);
   });

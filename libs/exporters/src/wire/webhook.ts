@@ -26,7 +26,14 @@ export function signWebhook(secret: string, timestamp: number, body: string): st
  * For receivers: true when `signature` signs `body` at `timestamp` with `secret` and the
  * timestamp is within `toleranceSeconds` of now.
  */
-export function verifyWebhook(secret: string, body: string, timestamp: string | number, signature: string, toleranceSeconds = 300, now = Date.now()): boolean {
+export function verifyWebhook(
+  secret: string,
+  body: string,
+  timestamp: string | number,
+  signature: string,
+  toleranceSeconds = 300,
+  now = Date.now(),
+): boolean {
   const ts = Number(timestamp);
   if (!Number.isInteger(ts) || Math.abs(now / 1000 - ts) > toleranceSeconds) return false;
   const expected = Buffer.from(signWebhook(secret, ts, body));
@@ -38,7 +45,13 @@ export function verifyWebhook(secret: string, body: string, timestamp: string | 
  * The signed request for a batch. `serializedEvents` (each event's JSON, already made when the
  * batch was sized) saves serializing every event a second time; the body is the same JSON.
  */
-export function webhookRequest(input: { batch: WebhookBatch; signingSecret: string; headers?: Record<string, string>; now?: number; serializedEvents?: string[] }): { body: string; headers: Record<string, string> } {
+export function webhookRequest(input: {
+  batch: WebhookBatch;
+  signingSecret: string;
+  headers?: Record<string, string>;
+  now?: number;
+  serializedEvents?: string[];
+}): { body: string; headers: Record<string, string> } {
   const { events, ...envelope } = input.batch;
   const body = input.serializedEvents
     ? `${JSON.stringify(envelope).slice(0, -1)},"events":[${input.serializedEvents.join(',')}]}`

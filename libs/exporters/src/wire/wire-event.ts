@@ -88,7 +88,14 @@ function repricedOf(data: unknown): WireEvent['repriced'] {
     previousCost:
       old.costMicros === null
         ? null
-        : { micros: old.costMicros, inputMicros: old.inputCostMicros, outputMicros: old.outputCostMicros, currency: old.costUnit ?? 'USD', source: old.source, priceId: old.priceId },
+        : {
+            micros: old.costMicros,
+            inputMicros: old.inputCostMicros,
+            outputMicros: old.outputCostMicros,
+            currency: old.costUnit ?? 'USD',
+            source: old.source,
+            priceId: old.priceId,
+          },
   };
 }
 

@@ -30,7 +30,10 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
     const settings = await this.projectSettings.get(projectId);
     const operatorMax = this.config.values.INGEST_MAX_AGE_DAYS;
     const maxAgeDays = Math.min(operatorMax, settings?.maxEventAgeDays ?? operatorMax);
-    const { valid, decided } = validateStepEvents(events, now, { maxFutureSkewMs: this.config.values.INGEST_MAX_FUTURE_SKEW_MS, maxAgeDays });
+    const { valid, decided } = validateStepEvents(events, now, {
+      maxFutureSkewMs: this.config.values.INGEST_MAX_FUTURE_SKEW_MS,
+      maxAgeDays,
+    });
     const results: IngestResult[] = new Array(events.length);
     for (const [index, result] of decided) results[index] = result;
 
@@ -46,10 +49,15 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
       // One statement, so one round trip and atomic without an explicit transaction; with the
       // budget alerts it crossed in the same transaction when the project has alerts.
       const stored = this.alerts.applies(settings)
-        ? await this.alerts.commit(projectId, settings, [...new Set(rows.flatMap((r) => scopeKeysOf(r.event)))], async (tx) => {
-            const inserted = await insertStepEvents(tx, projectId, rows);
-            return { result: inserted, steps: stepContributions(rows, inserted) };
-          })
+        ? await this.alerts.commit(
+            projectId,
+            settings,
+            [...new Set(rows.flatMap((r) => scopeKeysOf(r.event)))],
+            async (tx) => {
+              const inserted = await insertStepEvents(tx, projectId, rows);
+              return { result: inserted, steps: stepContributions(rows, inserted) };
+            },
+          )
         : await insertStepEvents(this.prisma.sql, projectId, rows);
       const published: StepUsageRecorded[] = [];
       valid.forEach(({ index, event }, i) => {
@@ -59,7 +67,13 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
           return;
         }
         const { position, exceeded } = step;
-        results[index] = { index, eventId: event.eventId, status: 'accepted', position, ...(exceeded ? { reservationExceeded: exceeded } : {}) };
+        results[index] = {
+          index,
+          eventId: event.eventId,
+          status: 'accepted',
+          position,
+          ...(exceeded ? { reservationExceeded: exceeded } : {}),
+        };
         if (exceeded) reservationsExceeded.inc();
         if (isZeroCostWithTokens(event)) zeroCostSteps.inc();
         const cost = rows[i].cost;
@@ -88,9 +102,17 @@ export class AppendEventsHandler implements ICommandHandler<AppendEvents, Ingest
       const reason =
         context === undefined
           ? `names no reservation of this project (${event.reservationId})`
-          : context.filter((k) => !scopeKeysOf(event).includes(k)).map((k) => `is a reservation for ${k}, which this event does not carry`)[0];
+          : context
+              .filter((k) => !scopeKeysOf(event).includes(k))
+              .map((k) => `is a reservation for ${k}, which this event does not carry`)[0];
       if (!reason) continue;
-      results[index] = { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].reservationId`, reason };
+      results[index] = {
+        index,
+        eventId: event.eventId,
+        status: 'rejected',
+        field: `events[${index}].reservationId`,
+        reason,
+      };
       valid.splice(i, 1);
     }
   }

@@ -70,10 +70,14 @@ describe('appendSystemEvents (real PostgreSQL)', () => {
   it('skips an event id already in the log: appending twice writes one event', async () => {
     const project = `p-${randomUUID()}`;
     await appendSystemEvents(prisma.sql, project, [released('rsv_2')]);
-    expect(await appendSystemEvents(prisma.sql, project, [released('rsv_2'), released('rsv_3')])).toEqual(new Set([released('rsv_3').eventId]));
+    expect(await appendSystemEvents(prisma.sql, project, [released('rsv_2'), released('rsv_3')])).toEqual(
+      new Set([released('rsv_3').eventId]),
+    );
     expect((await rows(project)).map((r) => r.reservation_id)).toEqual(['rsv_2', 'rsv_3']);
     // The same id in another project is another event.
-    expect(await appendSystemEvents(prisma.sql, `p-${randomUUID()}`, [released('rsv_2')])).toEqual(new Set([released('rsv_2').eventId]));
+    expect(await appendSystemEvents(prisma.sql, `p-${randomUUID()}`, [released('rsv_2')])).toEqual(
+      new Set([released('rsv_2').eventId]),
+    );
   });
 
   it('writes nothing for no events', async () => {

@@ -25,7 +25,11 @@ export function eventRecord(e: SystemEvent) {
  * Appends service events with the same idempotency claim as step events: an event id already in
  * the log is skipped, so settling or releasing twice writes one event. Returns the ids written.
  */
-export async function appendSystemEvents(db: Sql, projectId: string, events: readonly SystemEvent[]): Promise<Set<string>> {
+export async function appendSystemEvents(
+  db: Sql,
+  projectId: string,
+  events: readonly SystemEvent[],
+): Promise<Set<string>> {
   if (!events.length) return new Set();
   const records = events.map(eventRecord);
   const rows = await db.query<{ event_id: string }>(

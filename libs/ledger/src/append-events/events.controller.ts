@@ -22,7 +22,10 @@ export class EventsController {
     body: documentedBody,
     responseDescription: 'One result per event, in order: accepted, duplicate, or rejected with the field and reason',
   })
-  ingest(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(ingestRequestSchema)) body: z.infer<typeof ingestRequestSchema>) {
+  ingest(
+    @CurrentPrincipal() principal: Principal,
+    @Body(new ZodPipe(ingestRequestSchema)) body: z.infer<typeof ingestRequestSchema>,
+  ) {
     return this.commands.execute(new AppendEvents(principal.projectId, body.events));
   }
 }

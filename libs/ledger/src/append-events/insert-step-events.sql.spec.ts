@@ -48,10 +48,22 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
     usage: { inputTokens, outputTokens: 200 },
     reservationId,
   });
-  const insert = (project: string, e: StepUsageEvent) => insertStepEvents(prisma.sql, project, [{ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) }]);
-  const holds = (project: string) => prisma.sql.query('SELECT scope_key, reservation_id, cost_micros::text FROM reservation_holds WHERE project_id = $1', project);
+  const insert = (project: string, e: StepUsageEvent) =>
+    insertStepEvents(prisma.sql, project, [
+      { event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) },
+    ]);
+  const holds = (project: string) =>
+    prisma.sql.query(
+      'SELECT scope_key, reservation_id, cost_micros::text FROM reservation_holds WHERE project_id = $1',
+      project,
+    );
   const types = async (project: string) =>
-    (await prisma.sql.query<{ type: string; event_id: string }>('SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position', project)).map((r) => [r.type, r.event_id]);
+    (
+      await prisma.sql.query<{ type: string; event_id: string }>(
+        'SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position',
+        project,
+      )
+    ).map((r) => [r.type, r.event_id]);
 
   it('settles within the reservation: ReservationSettled under tg:, nothing exceeded', async () => {
     const project = `p-${randomUUID()}`;
@@ -85,9 +97,18 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
       reserved: { cost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200 },
       actual: { cost: 0.0095, costUnit: 'USD', inputTokens: 3000, outputTokens: 200 },
     });
-    expect((await types(project)).map(([t]) => t).sort()).toEqual(['ReservationExceeded', 'ReservationSettled', 'StepUsageRecorded']);
+    expect((await types(project)).map(([t]) => t).sort()).toEqual([
+      'ReservationExceeded',
+      'ReservationSettled',
+      'StepUsageRecorded',
+    ]);
     const [listed] = await readExceededReservations(prisma.sql, project, 'resource:r1', 10);
-    expect(listed).toMatchObject({ reservationId: 'rsv_b', stepEventId: e.eventId, reserved: { inputTokens: 1000 }, actual: { inputTokens: 3000, cost: 0.0095 } });
+    expect(listed).toMatchObject({
+      reservationId: 'rsv_b',
+      stepEventId: e.eventId,
+      reserved: { inputTokens: 1000 },
+      actual: { inputTokens: 3000, cost: 0.0095 },
+    });
     expect(await readExceededReservations(prisma.sql, project, 'resource:other', 10)).toEqual([]);
   });
 
@@ -98,7 +119,10 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
     await reserve(project, 'rsv_d', 1350, 1000);
     await insert(project, step('rsv_c', 1300));
     await insert(project, step('rsv_d', 1000));
-    const bins = await prisma.sql.query<{ provider: string; model: string; bin: number; n: string }>('SELECT provider, model, bin, n::text FROM estimate_ratio_bins WHERE project_id = $1 ORDER BY bin', project);
+    const bins = await prisma.sql.query<{ provider: string; model: string; bin: number; n: string }>(
+      'SELECT provider, model, bin, n::text FROM estimate_ratio_bins WHERE project_id = $1 ORDER BY bin',
+      project,
+    );
     expect(bins).toEqual([
       { provider: 'anthropic', model: 'claude-x', bin: 10, n: '1' },
       { provider: 'anthropic', model: 'claude-x', bin: 16, n: '1' },
@@ -130,7 +154,11 @@ describe('insertStepEvents appending steps (real PostgreSQL)', () => {
     ...over,
   });
   const insert = (project: string, events: StepUsageEvent[]) =>
-    insertStepEvents(prisma.sql, project, events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) })));
+    insertStepEvents(
+      prisma.sql,
+      project,
+      events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(), []) })),
+    );
   const counters = (project: string) =>
     prisma.sql.query<Record<string, unknown>>(
       `SELECT scope, scope_id, granularity, bucket_start, cost_unit, input_tokens::int, output_tokens::int, cost_micros::int, unpriced_events::int, events::int
@@ -169,7 +197,14 @@ describe('insertStepEvents appending steps (real PostgreSQL)', () => {
       tags: ['beta'],
       labels: { team: 'search' },
     });
-    const counted = { cost_unit: 'USD', input_tokens: 1000, output_tokens: 200, cost_micros: 4125, unpriced_events: 0, events: 1 };
+    const counted = {
+      cost_unit: 'USD',
+      input_tokens: 1000,
+      output_tokens: 200,
+      cost_micros: 4125,
+      unpriced_events: 0,
+      events: 1,
+    };
     expect(await counters(project)).toEqual([
       { scope: 'resource', scope_id: 'r1', granularity: 'd', bucket_start: day, ...counted },
       { scope: 'resource', scope_id: 'r1', granularity: 'h', bucket_start: hour, ...counted },
@@ -192,11 +227,33 @@ describe('insertStepEvents appending steps (real PostgreSQL)', () => {
 
   it('an unpriced step is stored without cost and counted under no unit, flagged', async () => {
     const project = `p-${randomUUID()}`;
-    await insert(project, [step({ provider: 'acme', model: 'no-such-model', userId: undefined, runId: undefined, usage: { inputTokens: 50, outputTokens: 5 } })]);
-    const [row] = await prisma.sql.query<Record<string, unknown>>('SELECT cost_micros, cost_unit, unpriced FROM events WHERE project_id = $1', project);
+    await insert(project, [
+      step({
+        provider: 'acme',
+        model: 'no-such-model',
+        userId: undefined,
+        runId: undefined,
+        usage: { inputTokens: 50, outputTokens: 5 },
+      }),
+    ]);
+    const [row] = await prisma.sql.query<Record<string, unknown>>(
+      'SELECT cost_micros, cost_unit, unpriced FROM events WHERE project_id = $1',
+      project,
+    );
     expect(row).toEqual({ cost_micros: null, cost_unit: null, unpriced: true });
     expect((await counters(project)).filter((c) => c.granularity === 'h')).toEqual([
-      { scope: 'resource', scope_id: 'r1', granularity: 'h', bucket_start: hour, cost_unit: '', input_tokens: 50, output_tokens: 5, cost_micros: 0, unpriced_events: 1, events: 1 },
+      {
+        scope: 'resource',
+        scope_id: 'r1',
+        granularity: 'h',
+        bucket_start: hour,
+        cost_unit: '',
+        input_tokens: 50,
+        output_tokens: 5,
+        cost_micros: 0,
+        unpriced_events: 1,
+        events: 1,
+      },
     ]);
   });
 });

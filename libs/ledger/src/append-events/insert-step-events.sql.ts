@@ -1,4 +1,10 @@
-import { RUN_ID, SCOPE_TABLE, WINDOWED_SCOPES, type ReservationExceededView, type StepUsageEvent } from '@tollgate/contracts';
+import {
+  RUN_ID,
+  SCOPE_TABLE,
+  WINDOWED_SCOPES,
+  type ReservationExceededView,
+  type StepUsageEvent,
+} from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
 
@@ -18,7 +24,8 @@ export interface StepRow {
  * A provider that reports a cost of 0 for a step that used tokens is believed (the cost is stored
  * as reported) but flagged: it is as often a missing price as a free model.
  */
-export const isZeroCostWithTokens = (e: StepUsageEvent) => e.cost !== undefined && e.cost.amount === 0 && e.usage.inputTokens + e.usage.outputTokens > 0;
+export const isZeroCostWithTokens = (e: StepUsageEvent) =>
+  e.cost !== undefined && e.cost.amount === 0 && e.usage.inputTokens + e.usage.outputTokens > 0;
 
 /** jsonb_to_recordset column list; kept beside the mapping below so the two cannot drift. */
 const RECORD_COLUMNS = `event_id text, occurred_at timestamptz, trace_id text, span_id text, run_id text,

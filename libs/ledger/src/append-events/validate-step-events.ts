@@ -1,4 +1,10 @@
-import { problemsOf, stepUsageEventSchema, withProviderUsageRead, type IngestResult, type StepUsageEvent } from '@tollgate/contracts';
+import {
+  problemsOf,
+  stepUsageEventSchema,
+  withProviderUsageRead,
+  type IngestResult,
+  type StepUsageEvent,
+} from '@tollgate/contracts';
 
 export interface ValidatedBatch {
   /** Events to append, each with its index in the request. */
@@ -8,7 +14,9 @@ export interface ValidatedBatch {
 }
 
 const eventIdOf = (raw: unknown): string | null =>
-  raw && typeof raw === 'object' && typeof (raw as { eventId?: unknown }).eventId === 'string' ? (raw as { eventId: string }).eventId : null;
+  raw && typeof raw === 'object' && typeof (raw as { eventId?: unknown }).eventId === 'string'
+    ? (raw as { eventId: string }).eventId
+    : null;
 
 /**
  * Checks each event on its own: one bad event is rejected with its field and reason, the others
@@ -20,7 +28,11 @@ export interface TimeBounds {
   maxAgeDays: number;
 }
 
-export function validateStepEvents(raw: readonly unknown[], now: Date, { maxFutureSkewMs, maxAgeDays }: TimeBounds): ValidatedBatch {
+export function validateStepEvents(
+  raw: readonly unknown[],
+  now: Date,
+  { maxFutureSkewMs, maxAgeDays }: TimeBounds,
+): ValidatedBatch {
   const valid: ValidatedBatch['valid'] = [];
   const decided = new Map<number, IngestResult>();
   const seen = new Set<string>();
@@ -31,17 +43,35 @@ export function validateStepEvents(raw: readonly unknown[], now: Date, { maxFutu
     const parsed = stepUsageEventSchema.safeParse(candidate, { reportInput: true });
     if (!parsed.success) {
       const [first] = problemsOf(parsed.error, `events[${index}]`);
-      decided.set(index, { index, eventId: eventIdOf(candidate), status: 'rejected', field: first.field, reason: first.reason });
+      decided.set(index, {
+        index,
+        eventId: eventIdOf(candidate),
+        status: 'rejected',
+        field: first.field,
+        reason: first.reason,
+      });
       return;
     }
     // A providerUsage is read here, once: everything downstream sees Tollgate's usage.
     const event = withProviderUsageRead(parsed.data);
     if (Date.parse(event.occurredAt) > latest) {
-      decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxFutureSkewMs} ms in the future` });
+      decided.set(index, {
+        index,
+        eventId: event.eventId,
+        status: 'rejected',
+        field: `events[${index}].occurredAt`,
+        reason: `is more than ${maxFutureSkewMs} ms in the future`,
+      });
       return;
     }
     if (Date.parse(event.occurredAt) < earliest) {
-      decided.set(index, { index, eventId: event.eventId, status: 'rejected', field: `events[${index}].occurredAt`, reason: `is more than ${maxAgeDays} days in the past (the oldest this project accepts)` });
+      decided.set(index, {
+        index,
+        eventId: event.eventId,
+        status: 'rejected',
+        field: `events[${index}].occurredAt`,
+        reason: `is more than ${maxAgeDays} days in the past (the oldest this project accepts)`,
+      });
       return;
     }
     if (seen.has(event.eventId)) {

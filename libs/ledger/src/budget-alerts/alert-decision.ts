@@ -1,4 +1,13 @@
-import { DEFAULT_ALERT_HYSTERESIS, SCOPE_TABLE, WINDOW_MS, type GuardContext, type GuardLimit, type LimitType, type Scope, type Window } from '@tollgate/contracts';
+import {
+  DEFAULT_ALERT_HYSTERESIS,
+  SCOPE_TABLE,
+  WINDOW_MS,
+  type GuardContext,
+  type GuardLimit,
+  type LimitType,
+  type Scope,
+  type Window,
+} from '@tollgate/contracts';
 import { scopeIdOf } from '../check-guard/effective-limits';
 import { createHash } from 'node:crypto';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
@@ -61,14 +70,19 @@ const LIMITS: readonly [LimitType, keyof StoredPolicy][] = [
 export const policiesAlert = (policies: readonly StoredPolicy[]) => policies.some((p) => (p.alerts?.length ?? 0) > 0);
 
 /** The scopes whose keys a commit must lock to alert exactly once: those of a policy with thresholds. */
-export const alertingScopes = (policies: readonly StoredPolicy[]) => new Set(policies.filter((p) => (p.alerts?.length ?? 0) > 0).map((p) => p.scope));
+export const alertingScopes = (policies: readonly StoredPolicy[]) =>
+  new Set(policies.filter((p) => (p.alerts?.length ?? 0) > 0).map((p) => p.scope));
 
 /**
  * The armed-by-default alert states of the policies' thresholds on `scopeKeys`, one per
  * (policy, limit, threshold). The scope's usage is what is compared, whatever entity a policy
  * is limited to (as GET /v1/guard/usage shows it).
  */
-export function policyAlerts(policies: readonly StoredPolicy[], scopeKeys: Iterable<string>, projectCostUnit: string): AlertState[] {
+export function policyAlerts(
+  policies: readonly StoredPolicy[],
+  scopeKeys: Iterable<string>,
+  projectCostUnit: string,
+): AlertState[] {
   const out: AlertState[] = [];
   for (const scopeKey of scopeKeys) {
     const scope = SCOPE_OF(scopeKey);
@@ -99,7 +113,11 @@ export function policyAlerts(policies: readonly StoredPolicy[], scopeKeys: Itera
 }
 
 /** The alert states a check's request limits name (source `request`), armed unless stored otherwise. */
-export function requestAlerts(limits: readonly GuardLimit[], context: GuardContext, projectCostUnit: string): AlertState[] {
+export function requestAlerts(
+  limits: readonly GuardLimit[],
+  context: GuardContext,
+  projectCostUnit: string,
+): AlertState[] {
   const out: AlertState[] = [];
   for (const l of limits) {
     const id = scopeIdOf(context, l.scope);
@@ -133,7 +151,12 @@ export function requestAlerts(limits: readonly GuardLimit[], context: GuardConte
 }
 
 /** A budget's committed usage (reservations are not usage yet) in the limit's own unit. */
-export function committedValue(limitType: LimitType, unit: string, u: Pick<UsageTotals, 'inputTokens' | 'outputTokens' | 'costByUnit'>, money: UnitRates): number {
+export function committedValue(
+  limitType: LimitType,
+  unit: string,
+  u: Pick<UsageTotals, 'inputTokens' | 'outputTokens' | 'costByUnit'>,
+  money: UnitRates,
+): number {
   switch (limitType) {
     case 'totalTokens':
       return u.inputTokens + u.outputTokens;
@@ -143,11 +166,15 @@ export function committedValue(limitType: LimitType, unit: string, u: Pick<Usage
       return u.outputTokens;
     case 'cost':
       // Money in a unit with no rate to the limit's is not in it (the guard reports it apart).
-      return Object.entries(u.costByUnit).reduce((sum, [from, micros]) => sum + (convertMicros(micros, from, unit, money) ?? 0), 0);
+      return Object.entries(u.costByUnit).reduce(
+        (sum, [from, micros]) => sum + (convertMicros(micros, from, unit, money) ?? 0),
+        0,
+      );
   }
 }
 
-const inWindow = (window: Window | null, occurredAt: Date, now: Date) => window === null || occurredAt.getTime() >= now.getTime() - WINDOW_MS[window];
+const inWindow = (window: Window | null, occurredAt: Date, now: Date) =>
+  window === null || occurredAt.getTime() >= now.getTime() - WINDOW_MS[window];
 
 export interface AlertOutcome {
   /** States to store: every one that fired or re-armed. */
@@ -176,23 +203,30 @@ export function decideAlerts(
   const changed: AlertState[] = [];
   const events: BudgetThresholdCrossed[] = [];
   for (const state of states) {
-    const touching = steps.filter((s) => s.scopeKeys.includes(state.scopeKey) && inWindow(state.window, s.occurredAt, now));
+    const touching = steps.filter(
+      (s) => s.scopeKeys.includes(state.scopeKey) && inWindow(state.window, s.occurredAt, now),
+    );
     if (!steps.some((s) => s.scopeKeys.includes(state.scopeKey))) continue;
     const totals = usage.get(state.window ? `${state.scopeKey}@${state.window}` : state.scopeKey);
     if (!totals) continue;
-    const value = (u: Pick<UsageTotals, 'inputTokens' | 'outputTokens' | 'costByUnit'>) => committedValue(state.limitType, state.unit, u, money);
+    const value = (u: Pick<UsageTotals, 'inputTokens' | 'outputTokens' | 'costByUnit'>) =>
+      committedValue(state.limitType, state.unit, u, money);
     const after = value(totals);
     const added = touching.map(value);
     const before = after - added.reduce((a, b) => a + b, 0);
     const next = { ...state };
     const rearmBelow = ((state.kind === 'exhausted' ? 100 : state.threshold) - state.hysteresis) / 100;
-    if (next.fired && (state.window !== null || state.kind === 'exhausted') && before < state.limit * rearmBelow) next.fired = false;
+    if (next.fired && (state.window !== null || state.kind === 'exhausted') && before < state.limit * rearmBelow)
+      next.fired = false;
     const level = (state.limit * state.threshold) / 100;
     if (state.kind === 'threshold' && !next.fired && after >= level) {
       next.fired = true;
       next.firedCount += 1;
       let running = before;
-      const crossing = touching.find((_, i) => (running += added[i]) >= level) ?? touching[0] ?? steps.find((s) => s.scopeKeys.includes(state.scopeKey));
+      const crossing =
+        touching.find((_, i) => (running += added[i]) >= level) ??
+        touching[0] ??
+        steps.find((s) => s.scopeKeys.includes(state.scopeKey));
       events.push(thresholdEvent(next, after, crossing?.eventId ?? null, now));
     }
     if (next.fired !== state.fired) changed.push(next);
@@ -204,7 +238,8 @@ export function decideAlerts(
 export const alertEventId = (s: AlertState, sequence: number) => `${alertEventPrefix(s)}${sequence}`;
 
 /** `tg:alert:<kind>:<digest of the budget and threshold>:`, to which the firing's number is appended. */
-export const alertEventPrefix = (s: AlertState) => systemEventId('alert', s.kind, createHash('sha256').update(stateKey(s)).digest('hex').slice(0, 24), '');
+export const alertEventPrefix = (s: AlertState) =>
+  systemEventId('alert', s.kind, createHash('sha256').update(stateKey(s)).digest('hex').slice(0, 24), '');
 
 const shown = (s: Pick<AlertState, 'limitType'>, v: number) => (s.limitType === 'cost' ? v / MICRO : v);
 

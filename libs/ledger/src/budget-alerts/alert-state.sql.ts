@@ -17,7 +17,11 @@ export const alertLockId = (projectId: string, scopeKey: string) => scopeLockId(
  * alert states of every scope key the commit touches (its last statement, read once the locks
  * are held).
  */
-export function alertOpeningStatements(projectId: string, lockKeys: readonly string[], scopeKeys: readonly string[]): string[] {
+export function alertOpeningStatements(
+  projectId: string,
+  lockKeys: readonly string[],
+  scopeKeys: readonly string[],
+): string[] {
   const ids = [...new Set(lockKeys.map((k) => alertLockId(projectId, k)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const keys = scopeKeys.length ? scopeKeys.map(sqlLiteral).join(', ') : 'NULL';
   return [
@@ -110,15 +114,36 @@ const ALERT_OUTCOME_SQL = `WITH sin AS (SELECT * FROM jsonb_to_recordset($1::jso
  * Stores the states that changed and appends the alerts, sent with COMMIT (one round trip).
  * Returns the ids of the events written.
  */
-export async function commitAlertOutcome(tx: TxSql, projectId: string, changed: readonly AlertState[], events: readonly BudgetThresholdCrossed[], now: Date): Promise<string[]> {
-  const params = [JSON.stringify(changed.map((s) => stateRecord(s, now))), projectId, JSON.stringify(events.map(eventRecord))];
+export async function commitAlertOutcome(
+  tx: TxSql,
+  projectId: string,
+  changed: readonly AlertState[],
+  events: readonly BudgetThresholdCrossed[],
+  now: Date,
+): Promise<string[]> {
+  const params = [
+    JSON.stringify(changed.map((s) => stateRecord(s, now))),
+    projectId,
+    JSON.stringify(events.map(eventRecord)),
+  ];
   const rows = await tx.commitWith<{ event_id: string }>(inlineParams(ALERT_OUTCOME_SQL, params));
   return rows.map((r) => r.event_id);
 }
 
 /** {@link commitAlertOutcome} inside a transaction that goes on (a reprice's batch). */
-export async function writeAlertOutcome(tx: Sql, projectId: string, changed: readonly AlertState[], events: readonly BudgetThresholdCrossed[], now: Date): Promise<string[]> {
-  const rows = await tx.query<{ event_id: string }>(ALERT_OUTCOME_SQL, JSON.stringify(changed.map((s) => stateRecord(s, now))), projectId, JSON.stringify(events.map(eventRecord)));
+export async function writeAlertOutcome(
+  tx: Sql,
+  projectId: string,
+  changed: readonly AlertState[],
+  events: readonly BudgetThresholdCrossed[],
+  now: Date,
+): Promise<string[]> {
+  const rows = await tx.query<{ event_id: string }>(
+    ALERT_OUTCOME_SQL,
+    JSON.stringify(changed.map((s) => stateRecord(s, now))),
+    projectId,
+    JSON.stringify(events.map(eventRecord)),
+  );
   return rows.map((r) => r.event_id);
 }
 
@@ -149,19 +174,35 @@ const exhaustedState = (f: GuardFinding, hysteresis: number): AlertState => ({
  * of concurrent denials through — the others wait on its row and then find it fired. A fired
  * state re-arms once a commit finds the budget's usage back below 100 − hysteresis percent.
  */
-export async function fireExhausted(db: Sql, projectId: string, exhaustions: readonly Exhaustion[], now: Date): Promise<string[]> {
+export async function fireExhausted(
+  db: Sql,
+  projectId: string,
+  exhaustions: readonly Exhaustion[],
+  now: Date,
+): Promise<string[]> {
   const seen = new Set<string>();
   const rows: Record<string, unknown>[] = [];
   for (const { finding: f, hysteresis, stepId } of exhaustions) {
     const s = exhaustedState(f, hysteresis);
     if (seen.has(stateKey(s))) continue;
     seen.add(stateKey(s));
-        const event: BudgetExhausted = {
+    const event: BudgetExhausted = {
       type: 'BudgetExhausted',
       eventId: alertEventPrefix(s),
       occurredAt: now,
       scopes: alertScopes(f.scopeKey),
-      data: { scope: f.scope, scopeKey: f.scopeKey, window: f.window, source: f.source, limitType: f.limitType, usage: f.usage, limit: f.limit, unit: f.unit, stepId, sequence: 0 },
+      data: {
+        scope: f.scope,
+        scopeKey: f.scopeKey,
+        window: f.window,
+        source: f.source,
+        limitType: f.limitType,
+        usage: f.usage,
+        limit: f.limit,
+        unit: f.unit,
+        stepId,
+        sequence: 0,
+      },
     };
     rows.push({ ...stateRecord(s, now), event: eventRecord(event) });
   }
@@ -204,7 +245,11 @@ export async function fireExhausted(db: Sql, projectId: string, exhaustions: rea
  * request: it alerts on the states it finds). One state per scope, window, limit type and
  * threshold: the last request's limit and hysteresis apply. Returns how many rows changed.
  */
-export async function registerRequestAlerts(db: Sql, projectId: string, states: readonly AlertState[]): Promise<number> {
+export async function registerRequestAlerts(
+  db: Sql,
+  projectId: string,
+  states: readonly AlertState[],
+): Promise<number> {
   if (!states.length) return 0;
   const rows = await db.query<{ n: number }>(
     `WITH sin AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${STATE_COLUMNS}, fired_at timestamptz)),

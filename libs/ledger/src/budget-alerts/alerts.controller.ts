@@ -7,7 +7,12 @@ import { readAlerts } from './read-alerts.sql';
 
 const alertsQuery = z.strictObject({
   scopeKey: scopeKeySchema.optional(),
-  limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
+  limit: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be an integer')
+    .min(1, 'must be at least 1')
+    .max(500, 'must be at most 500')
+    .default(50),
 });
 
 /** Budget alerts (BudgetThresholdCrossed, BudgetExhausted) as the log holds them. */
@@ -18,8 +23,16 @@ export class AlertsController {
 
   @Get()
   @RequireScope('read')
-  @Documented({ summary: 'Budget alerts (thresholds crossed, budgets exhausted), newest first, optionally of one scope', tag: 'guard', auth: 'read', query: alertsQuery })
-  async list(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(alertsQuery)) q: z.infer<typeof alertsQuery>) {
+  @Documented({
+    summary: 'Budget alerts (thresholds crossed, budgets exhausted), newest first, optionally of one scope',
+    tag: 'guard',
+    auth: 'read',
+    query: alertsQuery,
+  })
+  async list(
+    @CurrentPrincipal() principal: Principal,
+    @Query(new ZodPipe(alertsQuery)) q: z.infer<typeof alertsQuery>,
+  ) {
     return { alerts: await readAlerts(this.prisma.sql, principal.projectId, q.scopeKey, q.limit) };
   }
 }

@@ -8,8 +8,26 @@ import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
 import type { UsageTotals } from '../check-guard/guard-decision';
 import { readCounterBounds } from './counter-bounds.sql';
-import { alertingScopes, decideAlerts, policiesAlert, policyAlerts, requestAlerts, stateKey, type AlertState, type StepContribution } from './alert-decision';
-import { alertOpeningStatements, commitAlertOutcome, fireExhausted, mergeStates, registerRequestAlerts, statesOf, writeAlertOutcome, type Exhaustion } from './alert-state.sql';
+import {
+  alertingScopes,
+  decideAlerts,
+  policiesAlert,
+  policyAlerts,
+  requestAlerts,
+  stateKey,
+  type AlertState,
+  type StepContribution,
+} from './alert-decision';
+import {
+  alertOpeningStatements,
+  commitAlertOutcome,
+  fireExhausted,
+  mergeStates,
+  registerRequestAlerts,
+  statesOf,
+  writeAlertOutcome,
+  type Exhaustion,
+} from './alert-state.sql';
 import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
 
 /** Bounds an alerting commit's lock waits and statements (64 agents on one scope take turns). */
@@ -70,7 +88,8 @@ export class BudgetAlerts {
       throw err;
     }
     // A scope's first request thresholds: every replica's commits must lock it from now on.
-    if (!settings.alertStates || fresh.some((s) => !known.has(scopeOf(s.scopeKey)))) await this.announce(this.prisma.sql, projectId);
+    if (!settings.alertStates || fresh.some((s) => !known.has(scopeOf(s.scopeKey))))
+      await this.announce(this.prisma.sql, projectId);
   }
 
   /**
@@ -79,15 +98,26 @@ export class BudgetAlerts {
    * after `write`, decides what crossed (see decideAlerts) and commits the states and the
    * `BudgetThresholdCrossed` events with it.
    */
-  async commit<T>(projectId: string, settings: ProjectSettings, scopeKeys: readonly string[], write: (tx: Sql) => Promise<{ result: T; steps: StepContribution[] }>): Promise<T> {
+  async commit<T>(
+    projectId: string,
+    settings: ProjectSettings,
+    scopeKeys: readonly string[],
+    write: (tx: Sql) => Promise<{ result: T; steps: StepContribution[] }>,
+  ): Promise<T> {
     const alerting = this.alertingScopes(settings);
     const lockKeys = scopeKeys.filter((k) => alerting.has(scopeOf(k)));
     const opening = alertOpeningStatements(projectId, lockKeys, scopeKeys);
-    return this.prisma.transaction(async (tx, opened) => {
-      const { result, steps } = await write(tx);
-      await this.decide(tx, projectId, settings, statesOf(opened), steps, (changed, events, now) => commitAlertOutcome(tx, projectId, changed, events, now));
-      return result;
-    }, COMMIT_TIMEOUT_MS, opening);
+    return this.prisma.transaction(
+      async (tx, opened) => {
+        const { result, steps } = await write(tx);
+        await this.decide(tx, projectId, settings, statesOf(opened), steps, (changed, events, now) =>
+          commitAlertOutcome(tx, projectId, changed, events, now),
+        );
+        return result;
+      },
+      COMMIT_TIMEOUT_MS,
+      opening,
+    );
   }
 
   /**
@@ -95,13 +125,25 @@ export class BudgetAlerts {
    * and states of `scopeKeys` first (before `write` takes any counter row, as ingest does), then
    * `write`, which returns what its steps added.
    */
-  async decideIn(tx: Sql, projectId: string, settings: ProjectSettings, scopeKeys: readonly string[], write: () => Promise<StepContribution[]>): Promise<void> {
+  async decideIn(
+    tx: Sql,
+    projectId: string,
+    settings: ProjectSettings,
+    scopeKeys: readonly string[],
+    write: () => Promise<StepContribution[]>,
+  ): Promise<void> {
     const alerting = this.alertingScopes(settings);
-    const statements = alertOpeningStatements(projectId, scopeKeys.filter((k) => alerting.has(scopeOf(k))), scopeKeys);
+    const statements = alertOpeningStatements(
+      projectId,
+      scopeKeys.filter((k) => alerting.has(scopeOf(k))),
+      scopeKeys,
+    );
     for (const lock of statements.slice(0, -1)) await tx.query(lock);
     const stored = statesOf(await tx.query(statements[statements.length - 1]));
     const steps = await write();
-    await this.decide(tx, projectId, settings, stored, steps, (changed, events, now) => writeAlertOutcome(tx, projectId, changed, events, now));
+    await this.decide(tx, projectId, settings, stored, steps, (changed, events, now) =>
+      writeAlertOutcome(tx, projectId, changed, events, now),
+    );
   }
 
   private async decide(
@@ -122,7 +164,11 @@ export class BudgetAlerts {
     const requests = new Map<string, UsageRequest>();
     for (const s of states) {
       const scope = scopeOf(s.scopeKey);
-      requests.set(`${s.scopeKey}@${s.window}`, { scope, scopeId: s.scopeKey.slice(scope.length + 1), window: s.window });
+      requests.set(`${s.scopeKey}@${s.window}`, {
+        scope,
+        scopeId: s.scopeKey.slice(scope.length + 1),
+        window: s.window,
+      });
     }
     // The counters bound the usage: when the alerts change at neither bound, they do not change
     // (firing and re-arming are monotone in usage), and the log's edges need not be read.
@@ -144,13 +190,22 @@ export class BudgetAlerts {
    * A denial's hard limits, each alerted once (`BudgetExhausted`) until its usage falls back. The
    * hysteresis is the policy's, or the default for a request's limit.
    */
-  async exhausted(db: Sql, projectId: string, settings: ProjectSettings, denials: readonly { violations: readonly GuardFinding[]; stepId: string | null }[]): Promise<void> {
+  async exhausted(
+    db: Sql,
+    projectId: string,
+    settings: ProjectSettings,
+    denials: readonly { violations: readonly GuardFinding[]; stepId: string | null }[],
+  ): Promise<void> {
     const exhaustions: Exhaustion[] = [];
     for (const d of denials) {
       for (const finding of d.violations) {
         if (finding.threshold !== 'hard') continue;
         const policy = settings.policies.find((p) => `policy:${p.name}` === finding.source);
-        exhaustions.push({ finding, stepId: d.stepId, hysteresis: policy?.alert_hysteresis ?? DEFAULT_ALERT_HYSTERESIS });
+        exhaustions.push({
+          finding,
+          stepId: d.stepId,
+          hysteresis: policy?.alert_hysteresis ?? DEFAULT_ALERT_HYSTERESIS,
+        });
       }
     }
     if (!exhaustions.length) return;

@@ -4,7 +4,8 @@ import type { UsageRequest } from '../check-guard/read-scope-usage.sql';
 import { planWindow } from '../check-guard/windows';
 
 const HOUR = 3600_000;
-const iso = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString());
+const iso = (ms: number) =>
+  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
 
 /** Committed usage of a window known to within its first, partial hour. */
 export interface UsageBounds {
@@ -19,8 +20,21 @@ export interface UsageBounds {
  * log's edges): enough to know that a commit changes no alert state, which is what most commits
  * learn. Only when the bounds disagree is the exact usage read (readScopeUsage).
  */
-export async function readCounterBounds(db: Sql, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<UsageBounds> {
-  const seg = { i: [] as number[], gran: [] as string[], scope: [] as string[], id: [] as string[], t0: [] as string[], t1: [] as string[], edge: [] as boolean[] };
+export async function readCounterBounds(
+  db: Sql,
+  projectId: string,
+  requests: readonly UsageRequest[],
+  now: Date,
+): Promise<UsageBounds> {
+  const seg = {
+    i: [] as number[],
+    gran: [] as string[],
+    scope: [] as string[],
+    id: [] as string[],
+    t0: [] as string[],
+    t1: [] as string[],
+    edge: [] as boolean[],
+  };
   const push = (i: number, gran: string, r: UsageRequest, from: number, to: number, edge = false) => {
     seg.i.push(i);
     seg.gran.push(gran);
@@ -47,7 +61,14 @@ export async function readCounterBounds(db: Sql, projectId: string, requests: re
     upper.set(keyOf(r), emptyUsage());
   }
   if (!requests.length) return { lower, upper };
-  const rows = await db.query<{ i: number; edge: boolean; cost_unit: string; input_tokens: string; output_tokens: string; cost_micros: string }>(
+  const rows = await db.query<{
+    i: number;
+    edge: boolean;
+    cost_unit: string;
+    input_tokens: string;
+    output_tokens: string;
+    cost_micros: string;
+  }>(
     `SELECT s.i, s.edge, c.cost_unit, sum(c.input_tokens)::text AS input_tokens, sum(c.output_tokens)::text AS output_tokens, sum(c.cost_micros)::text AS cost_micros
        FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::boolean[]) AS s(i, gran, scope, scope_id, t0, t1, edge)
       CROSS JOIN LATERAL (
@@ -70,7 +91,8 @@ export async function readCounterBounds(db: Sql, projectId: string, requests: re
       t.inputTokens += Number(row.input_tokens);
       t.outputTokens += Number(row.output_tokens);
       // Counters keep unpriced usage under the unit ''.
-      if (row.cost_unit !== '' && Number(row.cost_micros) !== 0) t.costByUnit[row.cost_unit] = (t.costByUnit[row.cost_unit] ?? 0) + Number(row.cost_micros);
+      if (row.cost_unit !== '' && Number(row.cost_micros) !== 0)
+        t.costByUnit[row.cost_unit] = (t.costByUnit[row.cost_unit] ?? 0) + Number(row.cost_micros);
     }
   }
   return { lower, upper };

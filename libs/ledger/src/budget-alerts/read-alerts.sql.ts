@@ -22,7 +22,12 @@ export interface BudgetAlertView {
 }
 
 /** The newest budget alerts of a project, optionally of one scope, newest first. */
-export async function readAlerts(db: Sql, projectId: string, scopeKey: string | undefined, limit: number): Promise<BudgetAlertView[]> {
+export async function readAlerts(
+  db: Sql,
+  projectId: string,
+  scopeKey: string | undefined,
+  limit: number,
+): Promise<BudgetAlertView[]> {
   const rows = await db.query<{ event_id: string; type: BudgetAlertView['kind']; occurred_at: Date; data: any }>(
     `SELECT event_id, type, occurred_at, data FROM events
       WHERE project_id = $1 AND type IN ('BudgetThresholdCrossed', 'BudgetExhausted') AND ($2::text IS NULL OR data->>'scopeKey' = $2::text)

@@ -3,7 +3,10 @@ import { scopeKeysOf } from '../check-guard/effective-limits';
 import type { StepContribution } from './alert-decision';
 
 /** What the stored steps of a batch (duplicates left out) added to their scopes, in batch order. */
-export function stepContributions(rows: readonly StepRow[], stored: ReadonlyMap<string, StoredStep>): StepContribution[] {
+export function stepContributions(
+  rows: readonly StepRow[],
+  stored: ReadonlyMap<string, StoredStep>,
+): StepContribution[] {
   return rows
     .filter((r) => stored.has(r.event.eventId))
     .map(({ event, occurredAt, cost }) => ({

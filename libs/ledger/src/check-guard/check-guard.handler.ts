@@ -13,7 +13,13 @@ import { forecastOf } from '../forecast/forecast';
 import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf, shrinkOf } from './effective-limits';
-import { writeGuardOutcome, existingByStep, lockScopesStatements, readExistingReservations, type ExistingReservation } from './guard-batch.sql';
+import {
+  writeGuardOutcome,
+  existingByStep,
+  lockScopesStatements,
+  readExistingReservations,
+  type ExistingReservation,
+} from './guard-batch.sql';
 import {
   decideInOrder,
   emptyUsage,
@@ -49,7 +55,14 @@ interface LoadedCheck {
 /** What a group commit answers one check: its response, or the client error it earned. */
 type CheckResult = { response: GuardCheckResponse } | { error: AppError };
 
-const NO_SETTINGS: ProjectSettings = { unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} }, maxEventAgeDays: null, policies: [], overrides: [] };
+const NO_SETTINGS: ProjectSettings = {
+  unpricedPolicy: 'deny',
+  fallback: null,
+  money: { base: 'USD', rates: {} },
+  maxEventAgeDays: null,
+  policies: [],
+  overrides: [],
+};
 
 /** A lock wait past lock_timeout, or a statement past its timeout: load, not an outage. */
 const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
@@ -90,7 +103,13 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     try {
       const response = await this.answer(projectId, request);
       outcome =
-        response.reason === 'busy' ? 'busy' : response.reason ? `failmode_${response.decision}` : response.decision === 'allow' && response.warnings.length ? 'warn' : response.decision;
+        response.reason === 'busy'
+          ? 'busy'
+          : response.reason
+            ? `failmode_${response.decision}`
+            : response.decision === 'allow' && response.warnings.length
+              ? 'warn'
+              : response.decision;
       return response;
     } finally {
       guardDecisions.inc({ outcome });
@@ -108,9 +127,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     try {
       return await this.evaluate(projectId, request, now);
     } catch (err) {
-      if (err instanceof ReadTimeout || isTimeout(err) || this.poolSaturated(err)) return busy(this.config.values.GUARD_QUEUE_WAIT_MS, now);
+      if (err instanceof ReadTimeout || isTimeout(err) || this.poolSaturated(err))
+        return busy(this.config.values.GUARD_QUEUE_WAIT_MS, now);
       if (isUnavailable(err)) {
-        this.logger.warn({ msg: 'guard could not reach the database', failMode: request.failMode, cause: String((err as Error).message) });
+        this.logger.warn({
+          msg: 'guard could not reach the database',
+          failMode: request.failMode,
+          cause: String((err as Error).message),
+        });
         return {
           decision: request.failMode === 'closed' ? 'deny' : 'allow',
           reason: `guard unavailable (database unreachable); failMode ${request.failMode}`,
@@ -128,7 +152,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   /** Waiting for a pooled connection past its timeout while every connection is busy is load. */
   private poolSaturated(err: unknown): boolean {
     const pool = this.prisma.pool;
-    return /timeout exceeded when trying to connect/i.test(String((err as Error)?.message)) && pool.totalCount >= this.prisma.poolSize && pool.idleCount === 0;
+    return (
+      /timeout exceeded when trying to connect/i.test(String((err as Error)?.message)) &&
+      pool.totalCount >= this.prisma.poolSize &&
+      pool.idleCount === 0
+    );
   }
 
   private async evaluate(projectId: string, request: GuardCheckRequest, now: Date): Promise<GuardCheckResponse> {
@@ -152,7 +180,9 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // A check that reserves nothing only reads: concurrent checks reading the same usage share
     // one statement, started after each of them arrived (see CoalescedReads). The read alone is
     // bounded in time; an audit event is appended before the answer, never after it.
-    const key = [projectId, ...check.requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join('\u001f');
+    const key = [projectId, ...check.requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join(
+      '\u001f',
+    );
     const { at, usage } = await withTimeout(
       this.reads.run(key, () => this.read(this.prisma.sql, projectId, withLastHours(check.requests))),
       this.config.values.GUARD_TIMEOUT_MS,
@@ -160,7 +190,9 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const [outcome] = decideInOrder([check.case], new Map(usage), check.settings, this.decisionContext(at));
     if (outcome.events.length) await appendSystemEvents(this.prisma.sql, projectId, outcome.events);
     if (check.case.audit && outcome.decision.decision === 'deny') {
-      await this.alerts.exhausted(this.prisma.sql, projectId, check.settings, [{ violations: outcome.decision.violations, stepId: check.request.stepId ?? null }]);
+      await this.alerts.exhausted(this.prisma.sql, projectId, check.settings, [
+        { violations: outcome.decision.violations, stepId: check.request.stepId ?? null },
+      ]);
     }
     return respond(check, outcome, at, usage);
   }
@@ -196,7 +228,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   private decisionContext(at: Date) {
-    return { at, reservationTtlMs: this.config.values.GUARD_RESERVATION_TTL_MS, newId: () => randomUUID().replace(/-/g, '') };
+    return {
+      at,
+      reservationTtlMs: this.config.values.GUARD_RESERVATION_TTL_MS,
+      newId: () => randomUUID().replace(/-/g, ''),
+    };
   }
 
   /**
@@ -206,52 +242,73 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    */
   private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
     const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
-    const opening = lockScopesStatements(projectId, keys, checks.map((c) => c.request.stepId!));
-    return this.prisma.transaction(async (tx, opened) => {
-      const existing = existingByStep(opened);
-      const { at, usage } = await this.read(tx, projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))));
-      const working = new Map(usage);
-      const ctx = this.decisionContext(at);
-      const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
-      const madeHere = new Map<string, NewReservation>();
-      for (const check of checks) {
-        const stepId = check.request.stepId!;
-        const prior = existing.get(stepId);
-        const sibling = madeHere.get(stepId);
-        if (prior) results.push(retried(check, prior, at));
-        else if (sibling) results.push({ response: reservedResponse(check, sibling, at) });
-        else {
-          const [outcome] = decideInOrder([check.case], working, check.settings, ctx);
-          if (outcome.reservation) madeHere.set(stepId, outcome.reservation);
-          results.push({ outcome, check });
+    const opening = lockScopesStatements(
+      projectId,
+      keys,
+      checks.map((c) => c.request.stepId!),
+    );
+    return this.prisma.transaction(
+      async (tx, opened) => {
+        const existing = existingByStep(opened);
+        const { at, usage } = await this.read(
+          tx,
+          projectId,
+          withLastHours(dedupe(checks.flatMap((c) => c.case.limits))),
+        );
+        const working = new Map(usage);
+        const ctx = this.decisionContext(at);
+        const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
+        const madeHere = new Map<string, NewReservation>();
+        for (const check of checks) {
+          const stepId = check.request.stepId!;
+          const prior = existing.get(stepId);
+          const sibling = madeHere.get(stepId);
+          if (prior) results.push(retried(check, prior, at));
+          else if (sibling) results.push({ response: reservedResponse(check, sibling, at) });
+          else {
+            const [outcome] = decideInOrder([check.case], working, check.settings, ctx);
+            if (outcome.reservation) madeHere.set(stepId, outcome.reservation);
+            results.push({ outcome, check });
+          }
         }
-      }
-      const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
-      const denied = decided.filter((d) => d.check.case.audit && d.outcome.decision.decision === 'deny');
-      if (denied.length) {
-        await this.alerts.exhausted(tx, projectId, checks[0].settings, denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })));
-      }
-      // A prepared statement (its plan cached per connection), then COMMIT: planning the statement
-      // with its values inlined cost more than the extra round trip (bench:guard, c=1).
-      const made = await writeGuardOutcome(
-        tx,
-        projectId,
-        decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
-        decided.flatMap((d) => d.outcome.events),
-      );
-      // A step reserved by another replica between our read and our insert keeps that
-      // reservation (committed too, so it is read outside the transaction).
-      const lost = decided.filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id)).map((d) => d.check.request.stepId!);
-      const theirs = lost.length ? await readExistingReservations(this.prisma.sql, projectId, lost) : new Map<string, ExistingReservation>();
-      return results.map((r) => {
-        if (!('outcome' in r)) return r;
-        const { outcome, check } = r;
-        if (outcome.reservation && !made.has(outcome.reservation.id)) return retried(check, theirs.get(check.request.stepId!)!, at);
-        return { response: respond(check, outcome, at, usage) };
-      });
-    }, this.config.values.GUARD_TIMEOUT_MS, opening);
+        const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
+        const denied = decided.filter((d) => d.check.case.audit && d.outcome.decision.decision === 'deny');
+        if (denied.length) {
+          await this.alerts.exhausted(
+            tx,
+            projectId,
+            checks[0].settings,
+            denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })),
+          );
+        }
+        // A prepared statement (its plan cached per connection), then COMMIT: planning the statement
+        // with its values inlined cost more than the extra round trip (bench:guard, c=1).
+        const made = await writeGuardOutcome(
+          tx,
+          projectId,
+          decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
+          decided.flatMap((d) => d.outcome.events),
+        );
+        // A step reserved by another replica between our read and our insert keeps that
+        // reservation (committed too, so it is read outside the transaction).
+        const lost = decided
+          .filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id))
+          .map((d) => d.check.request.stepId!);
+        const theirs = lost.length
+          ? await readExistingReservations(this.prisma.sql, projectId, lost)
+          : new Map<string, ExistingReservation>();
+        return results.map((r) => {
+          if (!('outcome' in r)) return r;
+          const { outcome, check } = r;
+          if (outcome.reservation && !made.has(outcome.reservation.id))
+            return retried(check, theirs.get(check.request.stepId!)!, at);
+          return { response: respond(check, outcome, at, usage) };
+        });
+      },
+      this.config.values.GUARD_TIMEOUT_MS,
+      opening,
+    );
   }
-
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -261,36 +318,71 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 function busy(retryAfterMs: number, now: Date): GuardCheckResponse {
-  return { decision: 'deny', reason: 'busy', retryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: now.toISOString() };
+  return {
+    decision: 'deny',
+    reason: 'busy',
+    retryAfterMs,
+    violations: [],
+    warnings: [],
+    skipped: [],
+    usage: {},
+    asOf: now.toISOString(),
+  };
 }
 
 function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
   const seen = new Map<string, UsageRequest>();
-  for (const l of limits) seen.set(usageKey(l.scopeKey, l.window), { scope: l.scope, scopeId: l.scopeKey.slice(l.scope.length + 1), window: l.window });
+  for (const l of limits)
+    seen.set(usageKey(l.scopeKey, l.window), {
+      scope: l.scope,
+      scopeId: l.scopeKey.slice(l.scope.length + 1),
+      window: l.window,
+    });
   return [...seen.values()];
 }
 
 /** Beside each windowed (scope, window), its last hour: the burn rate of the forecast. */
 function withLastHours(requests: UsageRequest[]): UsageRequest[] {
   const keys = new Set(requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)));
-  const hours = requests.filter((r) => r.window !== null && r.scope !== 'run' && !keys.has(usageKey(`${r.scope}:${r.scopeId}`, '1h')));
-  return [...requests, ...[...new Map(hours.map((r) => [`${r.scope}:${r.scopeId}`, { ...r, window: '1h' as const, holds: false }])).values()]];
+  const hours = requests.filter(
+    (r) => r.window !== null && r.scope !== 'run' && !keys.has(usageKey(`${r.scope}:${r.scopeId}`, '1h')),
+  );
+  return [
+    ...requests,
+    ...[
+      ...new Map(hours.map((r) => [`${r.scope}:${r.scopeId}`, { ...r, window: '1h' as const, holds: false }])).values(),
+    ],
+  ];
 }
 
 /** A windowed usage's forecast, from its last hour as read (committed usage only). */
-function forecastFor(check: LoadedCheck, r: UsageRequest, u: UsageTotals, read: ReadonlyMap<string, UsageTotals>, at: Date) {
+function forecastFor(
+  check: LoadedCheck,
+  r: UsageRequest,
+  u: UsageTotals,
+  read: ReadonlyMap<string, UsageTotals>,
+  at: Date,
+) {
   if (r.window === null || r.scope === 'run') return null;
   const scopeKey = `${r.scope}:${r.scopeId}`;
   const limits = check.case.limits.filter((l) => l.scopeKey === scopeKey && l.window === r.window);
   return forecastOf(r.window, limits, u, read.get(usageKey(scopeKey, '1h')) ?? emptyUsage(), check.settings.money, at);
 }
 
-function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date, read: ReadonlyMap<string, UsageTotals>): GuardCheckResponse {
+function respond(
+  check: LoadedCheck,
+  outcome: CheckOutcome,
+  at: Date,
+  read: ReadonlyMap<string, UsageTotals>,
+): GuardCheckResponse {
   const usage: GuardCheckResponse['usage'] = {};
   for (const r of check.requests) {
     const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
     const u = outcome.usage.get(key) ?? emptyUsage();
-    usage[key] = { ...scopeUsageView(r.scope, r.window, u, check.settings.money), forecast: forecastFor(check, r, u, read, at) };
+    usage[key] = {
+      ...scopeUsageView(r.scope, r.window, u, check.settings.money),
+      forecast: forecastFor(check, r, u, read, at),
+    };
   }
   const { decision, violations, warnings } = outcome.decision;
   return {
@@ -307,7 +399,14 @@ function respond(check: LoadedCheck, outcome: CheckOutcome, at: Date, read: Read
 }
 
 function reservationView(r: NewReservation): NonNullable<GuardCheckResponse['reservation']> {
-  return { id: r.id, estimatedCost: r.costMicros / 1e6, costUnit: r.costUnit || null, inputTokens: r.inputTokens, outputTokens: r.outputTokens, expiresAt: r.expiresAt.toISOString() };
+  return {
+    id: r.id,
+    estimatedCost: r.costMicros / 1e6,
+    costUnit: r.costUnit || null,
+    inputTokens: r.inputTokens,
+    outputTokens: r.outputTokens,
+    expiresAt: r.expiresAt.toISOString(),
+  };
 }
 
 function reservedResponse(check: LoadedCheck, r: NewReservation, at: Date): GuardCheckResponse {
@@ -339,7 +438,13 @@ function retried(check: LoadedCheck, found: ExistingReservation, at: Date): Chec
   const stepId = check.request.stepId!;
   const expired = Date.parse(found.expires_at) <= at.getTime();
   if (found.status !== 'open' || expired) {
-    return { error: new AppError('conflict', `stepId ${stepId} already had a reservation, now ${expired && found.status === 'open' ? 'lapsed' : found.status}; use a new stepId for a new step`, 'stepId') };
+    return {
+      error: new AppError(
+        'conflict',
+        `stepId ${stepId} already had a reservation, now ${expired && found.status === 'open' ? 'lapsed' : found.status}; use a new stepId for a new step`,
+        'stepId',
+      ),
+    };
   }
   return {
     response: {

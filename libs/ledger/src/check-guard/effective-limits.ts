@@ -1,4 +1,12 @@
-import { SCOPE_TABLE, SCOPES, scopeIdIn, type GuardCheckRequest, type GuardContext, type Scope, type Window } from '@tollgate/contracts';
+import {
+  SCOPE_TABLE,
+  SCOPES,
+  scopeIdIn,
+  type GuardCheckRequest,
+  type GuardContext,
+  type Scope,
+  type Window,
+} from '@tollgate/contracts';
 import type { EffectiveLimit } from './guard-decision';
 import type { StoredPolicy } from '../project-settings/project-settings.sql';
 
@@ -19,7 +27,9 @@ export function scopeIdOf(context: GuardContext, scope: Scope): string | undefin
 
 /** Every scope key a step touches: a reservation holds budget in all of them. */
 export function scopeKeysOf(context: GuardContext): string[] {
-  const keys = SCOPES.map((s) => (scopeIdOf(context, s) ? `${s}:${scopeIdOf(context, s)}` : null)).filter((k): k is string => k !== null);
+  const keys = SCOPES.map((s) => (scopeIdOf(context, s) ? `${s}:${scopeIdOf(context, s)}` : null)).filter(
+    (k): k is string => k !== null,
+  );
   // A step's events count under both its trace and its run id; so must its reservation.
   if (context.traceId && context.runId && context.runId !== context.traceId) keys.push(`run:${context.runId}`);
   return keys.sort();
@@ -37,13 +47,21 @@ export interface LimitsResult {
  * The request's limits and the project's policies, resolved against the step's context. A policy
  * always applies (a request cannot switch it off); one with an entityName only to that entity's steps.
  */
-export function effectiveLimits(request: GuardCheckRequest, policies: readonly StoredPolicy[], projectCostUnit: string): LimitsResult {
+export function effectiveLimits(
+  request: GuardCheckRequest,
+  policies: readonly StoredPolicy[],
+  projectCostUnit: string,
+): LimitsResult {
   const limits: EffectiveLimit[] = [];
   const skipped: LimitsResult['skipped'] = [];
   const resolve = (scope: Scope, window: Window, rest: Omit<EffectiveLimit, 'scope' | 'scopeKey' | 'window'>) => {
     const id = scopeIdOf(request.context, scope);
     if (!id) {
-      if (!skipped.some((s) => s.scope === scope)) skipped.push({ scope, reason: `no ${scope === 'run' ? 'traceId or runId' : SCOPE_TABLE[scope].field} in context` });
+      if (!skipped.some((s) => s.scope === scope))
+        skipped.push({
+          scope,
+          reason: `no ${scope === 'run' ? 'traceId or runId' : SCOPE_TABLE[scope].field} in context`,
+        });
       return;
     }
     limits.push({ scope, scopeKey: `${scope}:${id}`, window: scope === 'run' ? null : window, ...rest });

@@ -13,9 +13,25 @@ describe('estimate margins', () => {
 
   it('given enough settlements, then the margin is the upper edge of the 95th-percentile bin', () => {
     // 19 steps at (0.95, 1.00] and 1 at (1.25, 1.30]: the 95th percentile is the 19th step.
-    expect(marginFromBins(new Map([[10, 19], [16, 1]]), 'openai')).toBe(1);
+    expect(
+      marginFromBins(
+        new Map([
+          [10, 19],
+          [16, 1],
+        ]),
+        'openai',
+      ),
+    ).toBe(1);
     // 18 at 1.00, 2 at 1.30: the 19th is in the 1.30 bin.
-    expect(marginFromBins(new Map([[10, 18], [16, 2]]), 'openai')).toBe(1.3);
+    expect(
+      marginFromBins(
+        new Map([
+          [10, 18],
+          [16, 2],
+        ]),
+        'openai',
+      ),
+    ).toBe(1.3);
   });
 
   it('is bounded: never below 1, never above 3', () => {

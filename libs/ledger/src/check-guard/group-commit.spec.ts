@@ -34,7 +34,9 @@ describe('GroupCommit', () => {
     await flush();
     expect(batches.map((b) => b.items)).toEqual([['a'], ['b', 'c', 'd']]);
     batches[1].finish();
-    await expect(Promise.all(rest)).resolves.toEqual(['b', 'c', 'd'].map((x) => ({ kind: 'done', value: `done:${x}` })));
+    await expect(Promise.all(rest)).resolves.toEqual(
+      ['b', 'c', 'd'].map((x) => ({ kind: 'done', value: `done:${x}` })),
+    );
   });
 
   it('never lets a check overtake an earlier one that shares a key with it', async () => {

@@ -89,7 +89,10 @@ export class GroupCommit<T, R> {
       let lane: string | undefined;
       const rest: Entry<T, R>[] = [];
       for (const e of this.pending) {
-        const free = batch.length < this.options.maxBatch && (lane === undefined || e.lane === lane) && !e.keys.some((k) => this.held.has(k) || blocked.has(k));
+        const free =
+          batch.length < this.options.maxBatch &&
+          (lane === undefined || e.lane === lane) &&
+          !e.keys.some((k) => this.held.has(k) || blocked.has(k));
         if (free) {
           batch.push(e);
           lane = e.lane;

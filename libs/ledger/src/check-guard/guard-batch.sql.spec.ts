@@ -3,7 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { systemEventId, type SystemEvent } from '../events';
-import { existingByStep, lockScopesStatements, readEstimateRatios, readExistingReservations, scopeLockId, writeGuardOutcome } from './guard-batch.sql';
+import {
+  existingByStep,
+  lockScopesStatements,
+  readEstimateRatios,
+  readExistingReservations,
+  scopeLockId,
+  writeGuardOutcome,
+} from './guard-batch.sql';
 import type { NewReservation } from './guard-decision';
 
 describe('guard batch statements (real PostgreSQL)', () => {
@@ -41,18 +48,34 @@ describe('guard batch statements (real PostgreSQL)', () => {
     occurredAt: new Date(),
     reservationId: r.id,
     scopes: { resourceId: 'r1', traceId: 't1' },
-    data: { stepId: r.stepId, scopeKeys: r.scopeKeys, estimatedCost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1, expiresAt: r.expiresAt.toISOString() },
+    data: {
+      stepId: r.stepId,
+      scopeKeys: r.scopeKeys,
+      estimatedCost: 0.0045,
+      costUnit: 'USD',
+      inputTokens: 1000,
+      outputTokens: 200,
+      inputTokensMargin: 1,
+      expiresAt: r.expiresAt.toISOString(),
+    },
   });
 
   it('the opening statements hold each scope until the transaction ends, across connections', async () => {
     const project = `p-${randomUUID()}`;
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const locking = inTransaction(prisma.pool, () => held, 5000, lockScopesStatements(project, ['resource:r1', 'user:u1'], []));
+    const locking = inTransaction(
+      prisma.pool,
+      () => held,
+      5000,
+      lockScopesStatements(project, ['resource:r1', 'user:u1'], []),
+    );
     await new Promise((r) => setTimeout(r, 50));
     await other.query('BEGIN');
     await other.query('SET LOCAL lock_timeout = 100');
-    await expect(other.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(project, 'user:u1').toString()])).rejects.toMatchObject({ code: '55P03' });
+    await expect(
+      other.query('SELECT pg_advisory_xact_lock($1::bigint)', [scopeLockId(project, 'user:u1').toString()]),
+    ).rejects.toMatchObject({ code: '55P03' });
     await other.query('ROLLBACK');
     release();
     await locking;
@@ -66,11 +89,24 @@ describe('guard batch statements (real PostgreSQL)', () => {
     const tricky = "step-'); DROP TABLE reservations; --";
     const r = reservation(tricky);
     await writeGuardOutcome(prisma.sql, project, [r], []);
-    const [{ standard_conforming_strings }] = await prisma.sql.query<{ standard_conforming_strings: string }>('SHOW standard_conforming_strings');
+    const [{ standard_conforming_strings }] = await prisma.sql.query<{ standard_conforming_strings: string }>(
+      'SHOW standard_conforming_strings',
+    );
     expect(standard_conforming_strings).toBe('on');
-    const seen = await inTransaction(prisma.pool, async (_tx, opened) => existingByStep(opened), 5000, lockScopesStatements(project, ['resource:r1'], [tricky, 'other']));
+    const seen = await inTransaction(
+      prisma.pool,
+      async (_tx, opened) => existingByStep(opened),
+      5000,
+      lockScopesStatements(project, ['resource:r1'], [tricky, 'other']),
+    );
     expect([...seen.keys()]).toEqual([tricky]);
-    expect(seen.get(tricky)).toMatchObject({ id: r.id, status: 'open', cost_micros: '4500', input_tokens: '1000', expires_at: r.expiresAt.toISOString() });
+    expect(seen.get(tricky)).toMatchObject({
+      id: r.id,
+      status: 'open',
+      cost_micros: '4500',
+      input_tokens: '1000',
+      expires_at: r.expiresAt.toISOString(),
+    });
     expect([...(await readExistingReservations(prisma.sql, project, [tricky])).keys()]).toEqual([tricky]);
   });
 
@@ -79,24 +115,54 @@ describe('guard batch statements (real PostgreSQL)', () => {
     const first = reservation('step-1');
     expect(await writeGuardOutcome(prisma.sql, project, [first], [reserved(first)])).toEqual(new Set([first.id]));
     const again = reservation('step-1');
-    const decided: SystemEvent = { type: 'GuardDecided', eventId: systemEventId('decision', randomUUID()), occurredAt: new Date(), data: { decision: 'deny', violations: [], warnings: [], stepId: 'step-2' } };
+    const decided: SystemEvent = {
+      type: 'GuardDecided',
+      eventId: systemEventId('decision', randomUUID()),
+      occurredAt: new Date(),
+      data: { decision: 'deny', violations: [], warnings: [], stepId: 'step-2' },
+    };
     expect(await writeGuardOutcome(prisma.sql, project, [again], [reserved(again), decided])).toEqual(new Set());
 
-    const rows = await prisma.sql.query<{ id: string; scope_keys: string[]; context_keys: string[]; estimated_input_tokens: string }>(
+    const rows = await prisma.sql.query<{
+      id: string;
+      scope_keys: string[];
+      context_keys: string[];
+      estimated_input_tokens: string;
+    }>(
       'SELECT id, scope_keys, context_keys, estimated_input_tokens::text FROM reservations WHERE project_id = $1',
       project,
     );
-    expect(rows).toEqual([{ id: first.id, scope_keys: ['resource:r1'], context_keys: ['resource:r1', 'run:t1'], estimated_input_tokens: '1000' }]);
-    const events = await prisma.sql.query<{ type: string; event_id: string }>('SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position', project);
+    expect(rows).toEqual([
+      {
+        id: first.id,
+        scope_keys: ['resource:r1'],
+        context_keys: ['resource:r1', 'run:t1'],
+        estimated_input_tokens: '1000',
+      },
+    ]);
+    const events = await prisma.sql.query<{ type: string; event_id: string }>(
+      'SELECT type, event_id FROM events WHERE project_id = $1 ORDER BY position',
+      project,
+    );
     expect(events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
 
-    expect(await readExistingReservations(prisma.sql, project, ['step-1', 'step-9'])).toEqual(new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]));
+    expect(await readExistingReservations(prisma.sql, project, ['step-1', 'step-9'])).toEqual(
+      new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]),
+    );
   });
 
   it('readEstimateRatios reads one model’s histogram of one project', async () => {
     const project = `p-${randomUUID()}`;
-    await prisma.sql.query(`INSERT INTO estimate_ratio_bins (project_id, provider, model, bin, n) VALUES ($1, 'anthropic', 'claude', 16, 7), ($1, 'anthropic', 'claude', 17, 2), ($1, 'openai', 'gpt-4o', 10, 5)`, project);
-    expect(await readEstimateRatios(prisma.sql, project, 'anthropic', 'claude')).toEqual(new Map([[16, 7], [17, 2]]));
+    await prisma.sql.query(
+      `INSERT INTO estimate_ratio_bins (project_id, provider, model, bin, n) VALUES ($1, 'anthropic', 'claude', 16, 7), ($1, 'anthropic', 'claude', 17, 2), ($1, 'openai', 'gpt-4o', 10, 5)`,
+      project,
+    );
+    expect(await readEstimateRatios(prisma.sql, project, 'anthropic', 'claude')).toEqual(
+      new Map([
+        [16, 7],
+        [17, 2],
+      ]),
+    );
     expect(await readEstimateRatios(prisma.sql, `other-${project}`, 'anthropic', 'claude')).toEqual(new Map());
   });
 });

@@ -31,8 +31,14 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
  * Each statement of a simple query has its own snapshot: the read sees whatever committed before
  * the locks were ours. The usage read comes next, in its own statement, for the same reason.
  */
-export function lockScopesStatements(projectId: string, scopeKeys: readonly string[], stepIds: readonly string[]): string[] {
-  const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+export function lockScopesStatements(
+  projectId: string,
+  scopeKeys: readonly string[],
+  stepIds: readonly string[],
+): string[] {
+  const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  );
   const locks = ids.length ? [`SELECT ${ids.map((id) => `pg_advisory_xact_lock(${id})`).join(', ')}`] : [];
   return [...locks, existingReservationsStatement(projectId, stepIds)];
 }
@@ -45,11 +51,20 @@ function existingReservationsStatement(projectId: string, stepIds: readonly stri
 
 /** The rows of {@link lockScopesStatements}' last statement, by step id. */
 export function existingByStep(rows: readonly Record<string, unknown>[]): Map<string, ExistingReservation> {
-  return new Map(rows.map((r) => [String(r.step_id), { ...(r as unknown as ExistingReservation), expires_at: new Date(r.expires_at as Date).toISOString() }]));
+  return new Map(
+    rows.map((r) => [
+      String(r.step_id),
+      { ...(r as unknown as ExistingReservation), expires_at: new Date(r.expires_at as Date).toISOString() },
+    ]),
+  );
 }
 
 /** The reservations some steps hold (rare: a retried step, or one reserved by another replica meanwhile). */
-export async function readExistingReservations(tx: Sql, projectId: string, stepIds: readonly string[]): Promise<Map<string, ExistingReservation>> {
+export async function readExistingReservations(
+  tx: Sql,
+  projectId: string,
+  stepIds: readonly string[],
+): Promise<Map<string, ExistingReservation>> {
   return existingByStep(await tx.query(existingReservationsStatement(projectId, stepIds)));
 }
 
@@ -59,7 +74,12 @@ export async function readExistingReservations(tx: Sql, projectId: string, stepI
  * BudgetReserved event), then the events, each
  * claimed in `event_ids` like every event of the log. Returns the ids of the reservations made.
  */
-export async function writeGuardOutcome(tx: Sql, projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): Promise<Set<string>> {
+export async function writeGuardOutcome(
+  tx: Sql,
+  projectId: string,
+  reservations: readonly NewReservation[],
+  events: readonly SystemEvent[],
+): Promise<Set<string>> {
   if (!reservations.length && !events.length) return new Set();
   const rows = await tx.query<{ id: string }>(OUTCOME_SQL, ...outcomeParams(projectId, reservations, events));
   return new Set(rows.map((r) => r.id));
@@ -105,7 +125,11 @@ const OUTCOME_SQL = `WITH rin AS (
      )
      SELECT id FROM made`;
 
-function outcomeParams(projectId: string, reservations: readonly NewReservation[], events: readonly SystemEvent[]): [string, string, string] {
+function outcomeParams(
+  projectId: string,
+  reservations: readonly NewReservation[],
+  events: readonly SystemEvent[],
+): [string, string, string] {
   return [
     JSON.stringify(
       reservations.map((r) => ({
@@ -130,7 +154,12 @@ function outcomeParams(projectId: string, reservations: readonly NewReservation[
 }
 
 /** Histogram of actual ÷ estimated input tokens for one provider and model (see estimate-margins.ts). */
-export async function readEstimateRatios(db: Sql, projectId: string, provider: string, model: string): Promise<Map<number, number>> {
+export async function readEstimateRatios(
+  db: Sql,
+  projectId: string,
+  provider: string,
+  model: string,
+): Promise<Map<number, number>> {
   const rows = await db.query<{ bin: number; n: string }>(
     'SELECT bin, n::text AS n FROM estimate_ratio_bins WHERE project_id = $1 AND provider = $2 AND model = $3',
     projectId,

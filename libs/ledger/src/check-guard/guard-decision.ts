@@ -1,4 +1,15 @@
-import { WINDOWS, type GuardAdjust, type GuardContext, type GuardEstimateView, type GuardFinding, type LimitType, type OnExceed, type Scope, type ScopeUsage, type Window } from '@tollgate/contracts';
+import {
+  WINDOWS,
+  type GuardAdjust,
+  type GuardContext,
+  type GuardEstimateView,
+  type GuardFinding,
+  type LimitType,
+  type OnExceed,
+  type Scope,
+  type ScopeUsage,
+  type Window,
+} from '@tollgate/contracts';
 import { systemEventId, type SystemEvent } from '../events';
 import { convertMicros, type UnitRates } from './money';
 
@@ -47,7 +58,11 @@ export const emptyUsage = (): UsageTotals => ({
   reservedCostByUnit: {},
 });
 
-const cloneUsage = (u: UsageTotals): UsageTotals => ({ ...u, costByUnit: { ...u.costByUnit }, reservedCostByUnit: { ...u.reservedCostByUnit } });
+const cloneUsage = (u: UsageTotals): UsageTotals => ({
+  ...u,
+  costByUnit: { ...u.costByUnit },
+  reservedCostByUnit: { ...u.reservedCostByUnit },
+});
 
 /** A project's rate for usage of models it has no price for. */
 export interface FallbackRate {
@@ -109,7 +124,8 @@ export const usageKey = (scopeKey: string, window: Window | null) => (window ? `
 const MICRO = 1_000_000;
 
 /** Micro-units of the fallback rate's currency for unpriced tokens (rates per million tokens = micro-units per token). */
-const fallbackMicros = (rate: FallbackRate, inputTokens: number, outputTokens: number) => Math.ceil(inputTokens * rate.inputPerMillion + outputTokens * rate.outputPerMillion);
+const fallbackMicros = (rate: FallbackRate, inputTokens: number, outputTokens: number) =>
+  Math.ceil(inputTokens * rate.inputPerMillion + outputTokens * rate.outputPerMillion);
 
 /**
  * Decides whether a step fits every limit. A limit is reached when usage (committed + reserved,
@@ -117,14 +133,27 @@ const fallbackMicros = (rate: FallbackRate, inputTokens: number, outputTokens: n
  * policy reports its limit without blocking. Money in a unit the project has no rate for is never
  * added to a limit in another unit: it is reported apart, as a warning naming the unit.
  */
-export function decide(limits: readonly EffectiveLimit[], usage: ReadonlyMap<string, UsageTotals>, estimate: StepEstimate | undefined, settings: GuardSettings): Decision {
+export function decide(
+  limits: readonly EffectiveLimit[],
+  usage: ReadonlyMap<string, UsageTotals>,
+  estimate: StepEstimate | undefined,
+  settings: GuardSettings,
+): Decision {
   const violations: GuardFinding[] = [];
   const warnings: GuardFinding[] = [];
   const estIn = estimate?.inputTokens ?? 0;
   const estOut = estimate?.outputTokens ?? 0;
   for (const limit of limits) {
     const u = usage.get(usageKey(limit.scopeKey, limit.window)) ?? emptyUsage();
-    const finding = (limitType: LimitType, value: number, max: number, unit: string, threshold: 'soft' | 'hard', scale: number, reason?: string): GuardFinding => ({
+    const finding = (
+      limitType: LimitType,
+      value: number,
+      max: number,
+      unit: string,
+      threshold: 'soft' | 'hard',
+      scale: number,
+      reason?: string,
+    ): GuardFinding => ({
       scope: limit.scope,
       scopeKey: limit.scopeKey,
       window: limit.window,
@@ -136,10 +165,19 @@ export function decide(limits: readonly EffectiveLimit[], usage: ReadonlyMap<str
       source: limit.source,
       ...(reason ? { reason } : {}),
     });
-    const compare = (limitType: LimitType, max: number | undefined, value: number, unit: string, scale: number, forced?: string) => {
+    const compare = (
+      limitType: LimitType,
+      max: number | undefined,
+      value: number,
+      unit: string,
+      scale: number,
+      forced?: string,
+    ) => {
       if (max === undefined) return;
       if (value >= max || forced) {
-        (limit.strategy === 'block' ? violations : warnings).push(finding(limitType, value, max, unit, 'hard', scale, forced));
+        (limit.strategy === 'block' ? violations : warnings).push(
+          finding(limitType, value, max, unit, 'hard', scale, forced),
+        );
       } else if (limit.warnAtPercent !== undefined && value >= (max * limit.warnAtPercent) / 100) {
         warnings.push(finding(limitType, value, max, unit, 'soft', scale));
       }
@@ -148,11 +186,27 @@ export function decide(limits: readonly EffectiveLimit[], usage: ReadonlyMap<str
     if (limit.maxCostMicros !== undefined) {
       const cost = costInUnit(limit.costUnit, u, estimate, settings);
       for (const [unit, micros] of Object.entries(cost.apart)) {
-        warnings.push(finding('cost', micros, limit.maxCostMicros, unit, 'soft', MICRO, `usage in ${unit} has no rate to ${limit.costUnit}: counted apart, not in this limit`));
+        warnings.push(
+          finding(
+            'cost',
+            micros,
+            limit.maxCostMicros,
+            unit,
+            'soft',
+            MICRO,
+            `usage in ${unit} has no rate to ${limit.costUnit}: counted apart, not in this limit`,
+          ),
+        );
       }
       compare('cost', limit.maxCostMicros, cost.micros, limit.costUnit, MICRO, cost.blocking);
     }
-    compare('totalTokens', limit.maxTotalTokens, u.inputTokens + u.outputTokens + u.reservedInputTokens + u.reservedOutputTokens + estIn + estOut, 'tokens', 1);
+    compare(
+      'totalTokens',
+      limit.maxTotalTokens,
+      u.inputTokens + u.outputTokens + u.reservedInputTokens + u.reservedOutputTokens + estIn + estOut,
+      'tokens',
+      1,
+    );
     compare('inputTokens', limit.maxInputTokens, u.inputTokens + u.reservedInputTokens + estIn, 'tokens', 1);
     compare('outputTokens', limit.maxOutputTokens, u.outputTokens + u.reservedOutputTokens + estOut, 'tokens', 1);
   }
@@ -174,11 +228,17 @@ export function decideStep(
   shrink?: { minOutputTokens: number },
 ): StepDecision {
   const full = decide(limits, usage, estimate, settings);
-  if (full.decision === 'allow' || !shrink || !estimate?.costAt || estimate.outputTokens <= shrink.minOutputTokens) return { decision: full, estimate };
+  if (full.decision === 'allow' || !shrink || !estimate?.costAt || estimate.outputTokens <= shrink.minOutputTokens)
+    return { decision: full, estimate };
   const hardStops = limits.filter((l) => l.strategy === 'block' && l.onExceed !== 'shrink');
-  if (hardStops.length && decide(hardStops, usage, estimate, settings).decision === 'deny') return { decision: full, estimate };
+  if (hardStops.length && decide(hardStops, usage, estimate, settings).decision === 'deny')
+    return { decision: full, estimate };
   const costAt = estimate.costAt;
-  const withOutput = (outputTokens: number): StepEstimate => ({ ...estimate, outputTokens, costMicros: costAt(outputTokens) });
+  const withOutput = (outputTokens: number): StepEstimate => ({
+    ...estimate,
+    outputTokens,
+    costMicros: costAt(outputTokens),
+  });
   const fits = (outputTokens: number) => decide(limits, usage, withOutput(outputTokens), settings).decision === 'allow';
   // Usage only grows with output tokens, so the ones that fit are a prefix: bisect for its end.
   let lo = shrink.minOutputTokens;
@@ -206,7 +266,12 @@ export function decideStep(
  * unpriced usage at the fallback rate, and the step's estimate. What cannot be converted is
  * returned apart; what cannot be priced at all blocks (unless the project counts tokens only).
  */
-function costInUnit(unit: string, u: UsageTotals, estimate: StepEstimate | undefined, settings: GuardSettings): { micros: number; apart: Record<string, number>; blocking?: string } {
+function costInUnit(
+  unit: string,
+  u: UsageTotals,
+  estimate: StepEstimate | undefined,
+  settings: GuardSettings,
+): { micros: number; apart: Record<string, number>; blocking?: string } {
   let micros = 0;
   const apart: Record<string, number> = {};
   const add = (amount: number, from: string) => {
@@ -218,12 +283,15 @@ function costInUnit(unit: string, u: UsageTotals, estimate: StepEstimate | undef
   for (const [from, amount] of Object.entries(u.reservedCostByUnit)) add(amount, from);
   let blocking: string | undefined;
   if (u.unpricedEvents > 0) {
-    if (settings.unpricedPolicy === 'deny') blocking = `${u.unpricedEvents} recorded step(s) in this window have no price (unpricedPolicy deny)`;
-    else if (settings.unpricedPolicy === 'fallback' && settings.fallback) add(fallbackMicros(settings.fallback, u.unpricedInputTokens, u.unpricedOutputTokens), settings.fallback.currency);
+    if (settings.unpricedPolicy === 'deny')
+      blocking = `${u.unpricedEvents} recorded step(s) in this window have no price (unpricedPolicy deny)`;
+    else if (settings.unpricedPolicy === 'fallback' && settings.fallback)
+      add(fallbackMicros(settings.fallback, u.unpricedInputTokens, u.unpricedOutputTokens), settings.fallback.currency);
   }
   if (estimate) {
     if (estimate.costMicros === null || estimate.costUnit === null) {
-      if (settings.unpricedPolicy !== 'count_tokens') blocking ??= `${estimate.provider}/${estimate.model} has no price (unpricedPolicy ${settings.unpricedPolicy})`;
+      if (settings.unpricedPolicy !== 'count_tokens')
+        blocking ??= `${estimate.provider}/${estimate.model} has no price (unpricedPolicy ${settings.unpricedPolicy})`;
     } else {
       const converted = convertMicros(estimate.costMicros, estimate.costUnit, unit, settings.money);
       if (converted === null) blocking ??= `the step is priced in ${estimate.costUnit}, which has no rate to ${unit}`;
@@ -287,7 +355,12 @@ export interface DecisionContext {
  * before it, exactly as if each had its own transaction one after the other. Returns, per check,
  * its answer and the events to append; `usage` is updated with every reservation made.
  */
-export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, UsageTotals>, settings: GuardSettings, ctx: DecisionContext): CheckOutcome[] {
+export function decideInOrder(
+  cases: readonly CheckCase[],
+  usage: Map<string, UsageTotals>,
+  settings: GuardSettings,
+  ctx: DecisionContext,
+): CheckOutcome[] {
   return cases.map((c) => {
     const { decision, estimate, adjust } = decideStep(c.limits, usage, c.estimate, settings, c.shrink);
     const seen = new Map<string, UsageTotals>();
@@ -324,7 +397,12 @@ export function decideInOrder(cases: readonly CheckCase[], usage: Map<string, Us
         eventId: systemEventId('decision', ctx.newId()),
         occurredAt: ctx.at,
         scopes: c.context,
-        data: { decision: decision.decision, violations: decision.violations, warnings: decision.warnings, stepId: c.stepId ?? null },
+        data: {
+          decision: decision.decision,
+          violations: decision.violations,
+          warnings: decision.warnings,
+          stepId: c.stepId ?? null,
+        },
       });
     }
     return { decision, usage: seen, reservation, estimate, ...(adjust ? { adjust } : {}), events };
@@ -353,10 +431,16 @@ function reservationOf(c: CheckCase, estimate: StepEstimate, stepId: string, ctx
 /** Adds a reservation to every window of every scope it holds, as the next usage read would. */
 function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
   for (const [k, u] of usage) {
-    if (!r.scopeKeys.some((sk) => k === sk || (k.startsWith(`${sk}@`) && (WINDOWS as readonly string[]).includes(k.slice(sk.length + 1))))) continue;
+    if (
+      !r.scopeKeys.some(
+        (sk) => k === sk || (k.startsWith(`${sk}@`) && (WINDOWS as readonly string[]).includes(k.slice(sk.length + 1))),
+      )
+    )
+      continue;
     u.reservedInputTokens += r.inputTokens;
     u.reservedOutputTokens += r.outputTokens;
-    if (r.costUnit && r.costMicros > 0) u.reservedCostByUnit[r.costUnit] = (u.reservedCostByUnit[r.costUnit] ?? 0) + r.costMicros;
+    if (r.costUnit && r.costMicros > 0)
+      u.reservedCostByUnit[r.costUnit] = (u.reservedCostByUnit[r.costUnit] ?? 0) + r.costMicros;
   }
 }
 
@@ -376,12 +460,26 @@ export function estimateView(e: StepEstimate): GuardEstimateView {
 
 /** A scope's usage as the API shows it: per unit, and in one unit where that is meaningful. */
 export function scopeUsageView(scope: Scope, window: Window | null, u: UsageTotals, money: UnitRates): ScopeUsage {
-  const units = new Set([...Object.keys(u.costByUnit), ...Object.keys(u.reservedCostByUnit)].filter((k) => (u.costByUnit[k] ?? 0) + (u.reservedCostByUnit[k] ?? 0) > 0));
+  const units = new Set(
+    [...Object.keys(u.costByUnit), ...Object.keys(u.reservedCostByUnit)].filter(
+      (k) => (u.costByUnit[k] ?? 0) + (u.reservedCostByUnit[k] ?? 0) > 0,
+    ),
+  );
   // One unit: as recorded. Several: the project's unit, summing only what its rates convert.
   const unit = units.size === 0 ? null : units.size === 1 ? [...units][0] : money.base;
   const sumIn = (byUnit: Record<string, number>) =>
-    unit === null ? 0 : Object.entries(byUnit).reduce((sum, [from, micros]) => sum + (convertMicros(micros, from, unit, money) ?? 0), 0) / MICRO;
-  const perUnit = (byUnit: Record<string, number>) => Object.fromEntries(Object.entries(byUnit).filter(([, v]) => v > 0).map(([k, v]) => [k, v / MICRO]));
+    unit === null
+      ? 0
+      : Object.entries(byUnit).reduce(
+          (sum, [from, micros]) => sum + (convertMicros(micros, from, unit, money) ?? 0),
+          0,
+        ) / MICRO;
+  const perUnit = (byUnit: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(byUnit)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => [k, v / MICRO]),
+    );
   return {
     scope,
     window,

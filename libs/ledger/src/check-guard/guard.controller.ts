@@ -1,8 +1,23 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { guardCheckRequestSchema, idSchema, SCOPE_TABLE, scopeKeySchema, type GuardCheckRequest, type Scope } from '@tollgate/contracts';
+import {
+  guardCheckRequestSchema,
+  idSchema,
+  SCOPE_TABLE,
+  scopeKeySchema,
+  type GuardCheckRequest,
+  type Scope,
+} from '@tollgate/contracts';
 import { PrismaService } from '@tollgate/database';
-import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import {
+  AppError,
+  AuthGuard,
+  CurrentPrincipal,
+  Documented,
+  RequireScope,
+  ZodPipe,
+  type Principal,
+} from '@tollgate/platform';
 import { z } from 'zod';
 import { PoliciesService } from '../policies/policies.service';
 import { policyView } from '../policies/policy-view';
@@ -13,7 +28,12 @@ import { readGuardDecisions } from './guard-decisions.sql';
 
 const decisionsQuery = z.strictObject({
   scopeKey: scopeKeySchema.optional(),
-  limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
+  limit: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be an integer')
+    .min(1, 'must be at least 1')
+    .max(500, 'must be at most 500')
+    .default(50),
 });
 
 const usageQuery = z.strictObject({ scopeKey: scopeKeySchema });
@@ -31,7 +51,12 @@ export class GuardController {
   @Post('check')
   @HttpCode(200)
   @RequireScope('guard')
-  @Documented({ summary: 'May this step run within the budgets of its scopes? Optionally reserve its estimate.', tag: 'guard', auth: 'guard', body: guardCheckRequestSchema })
+  @Documented({
+    summary: 'May this step run within the budgets of its scopes? Optionally reserve its estimate.',
+    tag: 'guard',
+    auth: 'guard',
+    body: guardCheckRequestSchema,
+  })
   check(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(guardCheckRequestSchema)) body: GuardCheckRequest) {
     return this.commands.execute(new CheckGuard(principal.projectId, body));
   }
@@ -39,8 +64,16 @@ export class GuardController {
   @Post('reservations/:id/release')
   @HttpCode(200)
   @RequireScope('guard')
-  @Documented({ summary: 'Release a reservation (idempotent); its budget is free at once', tag: 'guard', auth: 'guard' })
-  release(@CurrentPrincipal() principal: Principal, @Param('id', new ZodPipe(idSchema, 'id')) id: string, @Body() body: unknown) {
+  @Documented({
+    summary: 'Release a reservation (idempotent); its budget is free at once',
+    tag: 'guard',
+    auth: 'guard',
+  })
+  release(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new ZodPipe(idSchema, 'id')) id: string,
+    @Body() body: unknown,
+  ) {
     // The route takes no body; anything but none or {} is a client mistake, not something to ignore.
     const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
     if (body !== undefined && !(isObject && Object.keys(body).length === 0)) {
@@ -58,7 +91,12 @@ export class GuardController {
    */
   @Get('usage')
   @RequireScope('read')
-  @Documented({ summary: "A scope's usage against every stored policy on it (a dry-run check, read-only)", tag: 'guard', auth: 'read', query: usageQuery })
+  @Documented({
+    summary: "A scope's usage against every stored policy on it (a dry-run check, read-only)",
+    tag: 'guard',
+    auth: 'read',
+    query: usageQuery,
+  })
   async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
     const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
     const id = rest.join(':');
@@ -68,13 +106,22 @@ export class GuardController {
     const answers = await Promise.all(
       entityNames.map((entityName) =>
         this.commands.execute(
-          new CheckGuard(principal.projectId, guardCheckRequestSchema.parse({ context: { [SCOPE_TABLE[scope].field]: id, ...(entityName ? { entityName } : {}) }, dryRun: true })),
+          new CheckGuard(
+            principal.projectId,
+            guardCheckRequestSchema.parse({
+              context: { [SCOPE_TABLE[scope].field]: id, ...(entityName ? { entityName } : {}) },
+              dryRun: true,
+            }),
+          ),
         ),
       ),
     );
     return {
       scopeKey: q.scopeKey,
-      policies: rows.map((r) => ({ ...policyView(r), usageKey: scope === 'run' ? q.scopeKey : `${q.scopeKey}@${r.window}` })),
+      policies: rows.map((r) => ({
+        ...policyView(r),
+        usageKey: scope === 'run' ? q.scopeKey : `${q.scopeKey}@${r.window}`,
+      })),
       usage: Object.assign({}, ...answers.map((a) => a.usage)),
       violations: answers.flatMap((a) => a.violations),
       warnings: answers.flatMap((a) => a.warnings),
@@ -84,16 +131,39 @@ export class GuardController {
 
   @Get('exceeded')
   @RequireScope('read')
-  @Documented({ summary: 'Settlements whose actual usage passed their reservation (ReservationExceeded), newest first', tag: 'guard', auth: 'read', query: decisionsQuery })
-  async exceeded(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>) {
+  @Documented({
+    summary: 'Settlements whose actual usage passed their reservation (ReservationExceeded), newest first',
+    tag: 'guard',
+    auth: 'read',
+    query: decisionsQuery,
+  })
+  async exceeded(
+    @CurrentPrincipal() principal: Principal,
+    @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>,
+  ) {
     return { exceeded: await readExceededReservations(this.prisma.sql, principal.projectId, q.scopeKey, q.limit) };
   }
 
   @Get('decisions')
   @RequireScope('read')
-  @Documented({ summary: 'Recent denials and warnings (the GuardDecided audit), newest first', tag: 'guard', auth: 'read', query: decisionsQuery })
-  async decisions(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>) {
+  @Documented({
+    summary: 'Recent denials and warnings (the GuardDecided audit), newest first',
+    tag: 'guard',
+    auth: 'read',
+    query: decisionsQuery,
+  })
+  async decisions(
+    @CurrentPrincipal() principal: Principal,
+    @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>,
+  ) {
     const [scope, ...rest] = q.scopeKey?.split(':') ?? [];
-    return { decisions: await readGuardDecisions(this.prisma.sql, principal.projectId, scope === undefined ? undefined : { scope: scope as Scope, id: rest.join(':') }, q.limit) };
+    return {
+      decisions: await readGuardDecisions(
+        this.prisma.sql,
+        principal.projectId,
+        scope === undefined ? undefined : { scope: scope as Scope, id: rest.join(':') },
+        q.limit,
+      ),
+    };
   }
 }

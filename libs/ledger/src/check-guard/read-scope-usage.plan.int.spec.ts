@@ -33,7 +33,9 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
   });
 
   it('touches only the steps it counts, however many guard events the hot scope has in the hour', async () => {
-    await prisma.pool.query(`SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now(), interval '1 month') AS d`);
+    await prisma.pool.query(
+      `SELECT ensure_event_partition(d) FROM generate_series(now() - interval '366 days', now(), interval '1 month') AS d`,
+    );
     // A year of steps of one resource, analysed; then a burst of guard traffic on it this hour.
     await prisma.pool.query(
       `INSERT INTO events (project_id, event_id, type, occurred_at, resource_id, input_tokens, output_tokens, cost_micros, cost_unit)
@@ -58,8 +60,9 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     await readScopeUsage(explaining as never, 'p1', [{ scope: 'resource', scopeId: 'r1', window: '365d' }], new Date());
 
     const removed = (node: any): number =>
-      (String(node['Relation Name'] ?? '').startsWith('events') ? (node['Rows Removed by Filter'] ?? 0) * (node['Actual Loops'] ?? 1) : 0) +
-      (node.Plans ?? []).reduce((n: number, child: unknown) => n + removed(child), 0);
+      (String(node['Relation Name'] ?? '').startsWith('events')
+        ? (node['Rows Removed by Filter'] ?? 0) * (node['Actual Loops'] ?? 1)
+        : 0) + (node.Plans ?? []).reduce((n: number, child: unknown) => n + removed(child), 0);
     expect(plans).toHaveLength(1);
     // The edges hold ~3 steps; the 20,000 guard events of the hour are never read.
     expect(removed((plans[0] as any)[0].Plan)).toBeLessThan(100);
@@ -75,8 +78,21 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     expect(removed((plans[0] as any)[0].Plan)).toBeLessThan(100);
 
     // And the numbers are the log's.
-    const usage = await readScopeUsage(prisma.sql, 'p1', [{ scope: 'resource', scopeId: 'r1', window: '1h' }], new Date());
-    const [row] = (await prisma.pool.query(`SELECT count(*)::int AS n FROM events WHERE type = 'StepUsageRecorded' AND resource_id = 'r1' AND occurred_at > now() - interval '1 hour'`)).rows;
-    expect([...usage.values()][0]).toMatchObject({ inputTokens: 1000 * row.n, outputTokens: 100 * row.n, costByUnit: { USD: 3000 * row.n } });
+    const usage = await readScopeUsage(
+      prisma.sql,
+      'p1',
+      [{ scope: 'resource', scopeId: 'r1', window: '1h' }],
+      new Date(),
+    );
+    const [row] = (
+      await prisma.pool.query(
+        `SELECT count(*)::int AS n FROM events WHERE type = 'StepUsageRecorded' AND resource_id = 'r1' AND occurred_at > now() - interval '1 hour'`,
+      )
+    ).rows;
+    expect([...usage.values()][0]).toMatchObject({
+      inputTokens: 1000 * row.n,
+      outputTokens: 100 * row.n,
+      costByUnit: { USD: 3000 * row.n },
+    });
   }, 60_000);
 });

@@ -24,7 +24,12 @@ describe('readScopeUsage (real PostgreSQL)', () => {
   const now = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR + 30 * MIN);
   const ago = (ms: number) => new Date(now.getTime() - ms);
 
-  const step = (occurredAt: Date, inputTokens: number, outputTokens: number, over: Partial<StepUsageEvent> = {}): StepUsageEvent => ({
+  const step = (
+    occurredAt: Date,
+    inputTokens: number,
+    outputTokens: number,
+    over: Partial<StepUsageEvent> = {},
+  ): StepUsageEvent => ({
     eventId: `e-${randomUUID()}`,
     occurredAt: occurredAt.toISOString(),
     traceId: 'trace-1',
@@ -40,10 +45,21 @@ describe('readScopeUsage (real PostgreSQL)', () => {
     await insertStepEvents(
       prisma.sql,
       project,
-      events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(e.occurredAt), []) })),
+      events.map((e) => ({
+        event: e,
+        occurredAt: new Date(e.occurredAt),
+        cost: priceStep(e, new Date(e.occurredAt), []),
+      })),
     );
   };
-  const hold = (project: string, id: string, expiresAt: Date, costMicros: number, inputTokens: number, outputTokens: number) =>
+  const hold = (
+    project: string,
+    id: string,
+    expiresAt: Date,
+    costMicros: number,
+    inputTokens: number,
+    outputTokens: number,
+  ) =>
     writeGuardOutcome(
       prisma.sql,
       project,
@@ -90,10 +106,30 @@ describe('readScopeUsage (real PostgreSQL)', () => {
       ],
       now,
     );
-    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({ ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 } });
-    expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({ ...emptyUsage(), inputTokens: 3500, outputTokens: 350, costByUnit: { USD: 12_250 } });
-    expect(usage.get(usageKey('resource:r1', '7d'))).toEqual({ ...emptyUsage(), inputTokens: 7600, outputTokens: 350, costByUnit: { USD: 22_500 } });
-    expect(usage.get(usageKey('resource:r2', '24h'))).toEqual({ ...emptyUsage(), inputTokens: 7000, outputTokens: 7000, costByUnit: { USD: 87_500 } });
+    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 1000,
+      outputTokens: 200,
+      costByUnit: { USD: 4500 },
+    });
+    expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 3500,
+      outputTokens: 350,
+      costByUnit: { USD: 12_250 },
+    });
+    expect(usage.get(usageKey('resource:r1', '7d'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 7600,
+      outputTokens: 350,
+      costByUnit: { USD: 22_500 },
+    });
+    expect(usage.get(usageKey('resource:r2', '24h'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 7000,
+      outputTokens: 7000,
+      costByUnit: { USD: 87_500 },
+    });
     expect(usage.get(usageKey('resource:nobody', '24h'))).toEqual(emptyUsage());
     expect(usage.size).toBe(5);
   });
@@ -102,21 +138,38 @@ describe('readScopeUsage (real PostgreSQL)', () => {
     const project = `p-${randomUUID()}`;
     await insert(project, [step(new Date(now.getTime() + 2 * MIN), 1000, 0)]);
     const usage = await readScopeUsage(prisma.sql, project, [{ scope: 'resource', scopeId: 'r1', window: '1h' }], now);
-    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({ ...emptyUsage(), inputTokens: 1000, costByUnit: { USD: 2500 } });
+    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 1000,
+      costByUnit: { USD: 2500 },
+    });
   });
 
   it('a run has no window: every step of the trace, however old', async () => {
     const project = `p-${randomUUID()}`;
-    await insert(project, [step(ago(10 * MIN), 1000, 200), step(ago(40 * DAY), 2000, 100, { resourceId: 'r9' }), step(ago(MIN), 5, 5, { traceId: 'trace-2' })]);
+    await insert(project, [
+      step(ago(10 * MIN), 1000, 200),
+      step(ago(40 * DAY), 2000, 100, { resourceId: 'r9' }),
+      step(ago(MIN), 5, 5, { traceId: 'trace-2' }),
+    ]);
     const usage = await readScopeUsage(prisma.sql, project, [{ scope: 'run', scopeId: 'trace-1', window: '24h' }], now);
     // The key of a run's usage carries no window, whatever the request said.
     expect([...usage.keys()]).toEqual(['run:trace-1']);
-    expect(usage.get('run:trace-1')).toEqual({ ...emptyUsage(), inputTokens: 3000, outputTokens: 300, costByUnit: { USD: 10_500 } });
+    expect(usage.get('run:trace-1')).toEqual({
+      ...emptyUsage(),
+      inputTokens: 3000,
+      outputTokens: 300,
+      costByUnit: { USD: 10_500 },
+    });
   });
 
   it('keeps unpriced usage apart from cost: its tokens count, its events are counted, no money is made up', async () => {
     const project = `p-${randomUUID()}`;
-    await insert(project, [step(ago(10 * MIN), 1000, 200), step(ago(20 * MIN), 300, 30, { provider: 'acme', model: 'no-such-model' }), step(ago(5 * HOUR), 700, 70, { provider: 'acme', model: 'no-such-model' })]);
+    await insert(project, [
+      step(ago(10 * MIN), 1000, 200),
+      step(ago(20 * MIN), 300, 30, { provider: 'acme', model: 'no-such-model' }),
+      step(ago(5 * HOUR), 700, 70, { provider: 'acme', model: 'no-such-model' }),
+    ]);
     const usage = await readScopeUsage(prisma.sql, project, [{ scope: 'resource', scopeId: 'r1', window: '24h' }], now);
     expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({
       ...emptyUsage(),
@@ -145,8 +198,20 @@ describe('readScopeUsage (real PostgreSQL)', () => {
       now,
     );
     const held = { reservedInputTokens: 1400, reservedOutputTokens: 250, reservedCostByUnit: { USD: 6000 } };
-    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({ ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 }, ...held });
-    expect(usage.get(usageKey('resource:r1', '30d'))).toEqual({ ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 }, ...held });
+    expect(usage.get(usageKey('resource:r1', '1h'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 1000,
+      outputTokens: 200,
+      costByUnit: { USD: 4500 },
+      ...held,
+    });
+    expect(usage.get(usageKey('resource:r1', '30d'))).toEqual({
+      ...emptyUsage(),
+      inputTokens: 1000,
+      outputTokens: 200,
+      costByUnit: { USD: 4500 },
+      ...held,
+    });
   });
 
   it('leaves reservations out of a request that asks for committed usage only (holds: false), and in for the scope’s other windows', async () => {
@@ -164,7 +229,12 @@ describe('readScopeUsage (real PostgreSQL)', () => {
     );
     const committed = { ...emptyUsage(), inputTokens: 1000, outputTokens: 200, costByUnit: { USD: 4500 } };
     expect(usage.get(usageKey('resource:r1', '1h'))).toEqual(committed);
-    expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({ ...committed, reservedInputTokens: 1000, reservedOutputTokens: 200, reservedCostByUnit: { USD: 4500 } });
+    expect(usage.get(usageKey('resource:r1', '24h'))).toEqual({
+      ...committed,
+      reservedInputTokens: 1000,
+      reservedOutputTokens: 200,
+      reservedCostByUnit: { USD: 4500 },
+    });
   });
 
   it('reads nothing for no requests', async () => {

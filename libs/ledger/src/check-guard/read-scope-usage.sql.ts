@@ -16,9 +16,10 @@ export interface UsageRequest {
  * step repriced since (StepRepriced, carrying the step's scope ids and occurredAt) counts at its
  * new cost: the correction adds the step at the new cost and takes it out at the old one.
  */
-const RAW_BRANCHES = WINDOWED_SCOPES
-  .map(
-    (scope) => `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
+const RAW_BRANCHES = WINDOWED_SCOPES.map(
+  (
+    scope,
+  ) => `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
        FROM s CROSS JOIN LATERAL (
          SELECT type, cost_unit, input_tokens, output_tokens, cost_micros, unpriced, data FROM events e
           WHERE e.project_id = $1 AND e.${SCOPE_TABLE[scope].column} = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced') AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
@@ -30,8 +31,7 @@ const RAW_BRANCHES = WINDOWED_SCOPES
           WHERE e.type = 'StepRepriced'
        ) AS x(cost_unit, input_tokens, output_tokens, cost_micros, unpriced)
       WHERE s.kind = 'e' AND s.scope = '${scope}'`,
-  )
-  .join('\n      UNION ALL\n      ');
+).join('\n      UNION ALL\n      ');
 
 /**
  * One text for any number of (scope, window) pairs, so PostgreSQL plans it once per connection:
@@ -63,7 +63,8 @@ const USAGE_SQL = `WITH s AS (
     ) AS u
    GROUP BY i, cost_unit`;
 
-const iso = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString());
+const iso = (ms: number) =>
+  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
 
 /**
  * Reads the usage of several (scope, window) pairs in ONE statement, so counters, the log's edge
@@ -72,8 +73,20 @@ const iso = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '
  * The window has no upper edge: a committed step counts from its commit on, even when its
  * occurredAt (a client's clock running fast) is after now; it ages out by its own occurredAt.
  */
-export async function readScopeUsage(db: Sql, projectId: string, requests: readonly UsageRequest[], now: Date): Promise<Map<string, UsageTotals>> {
-  const seg = { i: [] as number[], kind: [] as string[], scope: [] as string[], id: [] as string[], t0: [] as string[], t1: [] as string[] };
+export async function readScopeUsage(
+  db: Sql,
+  projectId: string,
+  requests: readonly UsageRequest[],
+  now: Date,
+): Promise<Map<string, UsageTotals>> {
+  const seg = {
+    i: [] as number[],
+    kind: [] as string[],
+    scope: [] as string[],
+    id: [] as string[],
+    t0: [] as string[],
+    t1: [] as string[],
+  };
   const push = (i: number, kind: string, r: UsageRequest, from: number, to: number) => {
     seg.i.push(i);
     seg.kind.push(kind);
@@ -101,17 +114,17 @@ export async function readScopeUsage(db: Sql, projectId: string, requests: reado
     }
   });
   if (!requests.length) return new Map();
-  const rows = await db.query<{ i: number; cost_unit: string; input_tokens: bigint; output_tokens: bigint; cost_micros: bigint; unpriced_events: bigint; r_cost: bigint; r_in: bigint; r_out: bigint }>(
-    USAGE_SQL,
-    projectId,
-    seg.i,
-    seg.kind,
-    seg.scope,
-    seg.id,
-    seg.t0,
-    seg.t1,
-    now,
-  );
+  const rows = await db.query<{
+    i: number;
+    cost_unit: string;
+    input_tokens: bigint;
+    output_tokens: bigint;
+    cost_micros: bigint;
+    unpriced_events: bigint;
+    r_cost: bigint;
+    r_in: bigint;
+    r_out: bigint;
+  }>(USAGE_SQL, projectId, seg.i, seg.kind, seg.scope, seg.id, seg.t0, seg.t1, now);
   const result = new Map<string, UsageTotals>();
   const keyOf = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
   requests.forEach((r) => result.set(keyOf(r), emptyUsage()));

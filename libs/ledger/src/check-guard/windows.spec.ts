@@ -47,6 +47,12 @@ describe('planWindow', () => {
   });
 
   it.each(Object.keys(WINDOW_MS) as (keyof typeof WINDOW_MS)[])('covers the %s window exactly, at any instant', (w) => {
-    for (const now of ['2026-01-01T00:00:00.000Z', '2026-03-01T23:59:59.999Z', '2026-07-15T06:30:00.000Z', '2026-12-31T23:00:00.001Z']) coverage(planWindow(w, t(now)));
+    for (const now of [
+      '2026-01-01T00:00:00.000Z',
+      '2026-03-01T23:59:59.999Z',
+      '2026-07-15T06:30:00.000Z',
+      '2026-12-31T23:00:00.001Z',
+    ])
+      coverage(planWindow(w, t(now)));
   });
 });

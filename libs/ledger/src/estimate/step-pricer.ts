@@ -25,8 +25,20 @@ export class StepPricer {
   async price(projectId: string, e: GuardEstimate, settings: ProjectSettings, now: Date): Promise<StepEstimate> {
     const margin = await this.marginFor(projectId, e.provider, e.model);
     const inputTokens = heldInputTokens(e.inputTokens, margin);
-    const base = { provider: e.provider, model: e.model, rawInputTokens: e.inputTokens, inputTokens, outputTokens: e.maxOutputTokens, margin };
-    const priced = (outputTokens: number) => priceStep({ provider: e.provider, model: e.model, usage: { inputTokens, outputTokens } }, now, settings.overrides);
+    const base = {
+      provider: e.provider,
+      model: e.model,
+      rawInputTokens: e.inputTokens,
+      inputTokens,
+      outputTokens: e.maxOutputTokens,
+      margin,
+    };
+    const priced = (outputTokens: number) =>
+      priceStep(
+        { provider: e.provider, model: e.model, usage: { inputTokens, outputTokens } },
+        now,
+        settings.overrides,
+      );
     const cost = priced(e.maxOutputTokens);
     if (cost.priced) {
       // The same price for fewer output tokens, when the guard shrinks the step (the currency cannot change).
@@ -34,12 +46,27 @@ export class StepPricer {
         const c = priced(outputTokens);
         return c.priced && c.currency === cost.currency ? Number(c.costMicros) : null;
       };
-      return { ...base, costMicros: Number(cost.costMicros), costUnit: cost.currency, priced: true, ...(cost.priceId ? { priceId: cost.priceId } : {}), costAt };
+      return {
+        ...base,
+        costMicros: Number(cost.costMicros),
+        costUnit: cost.currency,
+        priced: true,
+        ...(cost.priceId ? { priceId: cost.priceId } : {}),
+        costAt,
+      };
     }
     if (settings.unpricedPolicy === 'fallback' && settings.fallback) {
       const f = settings.fallback;
-      const costAt = (outputTokens: number) => Math.ceil(inputTokens * f.inputPerMillion + outputTokens * f.outputPerMillion);
-      return { ...base, costMicros: costAt(e.maxOutputTokens), costUnit: f.currency, priced: false, fallback: 'project', costAt };
+      const costAt = (outputTokens: number) =>
+        Math.ceil(inputTokens * f.inputPerMillion + outputTokens * f.outputPerMillion);
+      return {
+        ...base,
+        costMicros: costAt(e.maxOutputTokens),
+        costUnit: f.currency,
+        priced: false,
+        fallback: 'project',
+        costAt,
+      };
     }
     return { ...base, costMicros: null, costUnit: null, priced: false };
   }

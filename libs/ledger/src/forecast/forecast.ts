@@ -14,7 +14,14 @@ const moneyIn = (unit: string, byUnit: Record<string, number>, money: UnitRates)
  * and reserved, as the guard counts it) is already there, null when the rate is zero or the limit
  * is further away than one window length at that rate.
  */
-export function forecastOf(window: Window, limits: readonly EffectiveLimit[], usage: UsageTotals, lastHour: UsageTotals, money: UnitRates, asOf: Date): UsageForecast {
+export function forecastOf(
+  window: Window,
+  limits: readonly EffectiveLimit[],
+  usage: UsageTotals,
+  lastHour: UsageTotals,
+  money: UnitRates,
+  asOf: Date,
+): UsageForecast {
   const units = Object.keys(lastHour.costByUnit).filter((u) => lastHour.costByUnit[u] > 0);
   const costUnit = units.length === 0 ? null : units.length === 1 ? units[0] : money.base;
   const burnRate = {
@@ -27,10 +34,38 @@ export function forecastOf(window: Window, limits: readonly EffectiveLimit[], us
   const reached: UsageForecast['limits'] = [];
   for (const l of limits) {
     const each: [UsageForecast['limits'][number]['limitType'], number | undefined, number, number, string, number][] = [
-      ['cost', l.maxCostMicros, moneyIn(l.costUnit, { ...sum(usage.costByUnit, usage.reservedCostByUnit) }, money), moneyIn(l.costUnit, lastHour.costByUnit, money), l.costUnit, MICRO],
-      ['totalTokens', l.maxTotalTokens, usage.inputTokens + usage.outputTokens + usage.reservedInputTokens + usage.reservedOutputTokens, lastHour.inputTokens + lastHour.outputTokens, 'tokens', 1],
-      ['inputTokens', l.maxInputTokens, usage.inputTokens + usage.reservedInputTokens, lastHour.inputTokens, 'tokens', 1],
-      ['outputTokens', l.maxOutputTokens, usage.outputTokens + usage.reservedOutputTokens, lastHour.outputTokens, 'tokens', 1],
+      [
+        'cost',
+        l.maxCostMicros,
+        moneyIn(l.costUnit, { ...sum(usage.costByUnit, usage.reservedCostByUnit) }, money),
+        moneyIn(l.costUnit, lastHour.costByUnit, money),
+        l.costUnit,
+        MICRO,
+      ],
+      [
+        'totalTokens',
+        l.maxTotalTokens,
+        usage.inputTokens + usage.outputTokens + usage.reservedInputTokens + usage.reservedOutputTokens,
+        lastHour.inputTokens + lastHour.outputTokens,
+        'tokens',
+        1,
+      ],
+      [
+        'inputTokens',
+        l.maxInputTokens,
+        usage.inputTokens + usage.reservedInputTokens,
+        lastHour.inputTokens,
+        'tokens',
+        1,
+      ],
+      [
+        'outputTokens',
+        l.maxOutputTokens,
+        usage.outputTokens + usage.reservedOutputTokens,
+        lastHour.outputTokens,
+        'tokens',
+        1,
+      ],
     ];
     for (const [limitType, max, used, perHour, unit, scale] of each) {
       if (max === undefined) continue;
@@ -41,7 +76,13 @@ export function forecastOf(window: Window, limits: readonly EffectiveLimit[], us
         const ms = Math.ceil(((max - used) / perHour) * HOUR);
         at = ms > WINDOW_MS[window] ? null : asOf.getTime() + ms;
       }
-      reached.push({ source: l.source, limitType, limit: max / scale, unit, reachedAt: at === null ? null : new Date(at).toISOString() });
+      reached.push({
+        source: l.source,
+        limitType,
+        limit: max / scale,
+        unit,
+        reachedAt: at === null ? null : new Date(at).toISOString(),
+      });
     }
   }
   const times = reached.flatMap((r) => (r.reachedAt ? [r.reachedAt] : [])).sort();

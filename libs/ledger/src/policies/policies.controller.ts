@@ -1,6 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, UseGuards } from '@nestjs/common';
 import { idSchema, policySchema, type Policy } from '@tollgate/contracts';
-import { AppError, AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import {
+  AppError,
+  AuthGuard,
+  CurrentPrincipal,
+  Documented,
+  RequireScope,
+  ZodPipe,
+  type Principal,
+} from '@tollgate/platform';
 import { z } from 'zod';
 import { PoliciesService } from './policies.service';
 import { policyView } from './policy-view';
@@ -32,14 +40,29 @@ export class PoliciesController {
 
   @Put(':name')
   @RequireScope('admin')
-  @Documented({ summary: 'Create or replace a budget policy', tag: 'guard', auth: 'admin', body: policySchema, response: policyResponse })
-  async put(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string, @Body(new ZodPipe(policySchema)) body: Policy) {
+  @Documented({
+    summary: 'Create or replace a budget policy',
+    tag: 'guard',
+    auth: 'admin',
+    body: policySchema,
+    response: policyResponse,
+  })
+  async put(
+    @CurrentPrincipal() principal: Principal,
+    @Param('name', new ZodPipe(idSchema, 'name')) name: string,
+    @Body(new ZodPipe(policySchema)) body: Policy,
+  ) {
     return policyView(await this.policies.put(principal.projectId, name, body));
   }
 
   @Get()
   @RequireScope('read')
-  @Documented({ summary: "List the project's budget policies", tag: 'guard', auth: 'read', response: z.object({ policies: z.array(policyResponse) }) })
+  @Documented({
+    summary: "List the project's budget policies",
+    tag: 'guard',
+    auth: 'read',
+    response: z.object({ policies: z.array(policyResponse) }),
+  })
   async list(@CurrentPrincipal() principal: Principal) {
     return { policies: (await this.policies.list(principal.projectId)).map(policyView) };
   }
@@ -49,6 +72,7 @@ export class PoliciesController {
   @RequireScope('admin')
   @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin' })
   async remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
-    if (!(await this.policies.remove(principal.projectId, name))) throw new AppError('not_found', `No policy ${name} in this project`, 'name');
+    if (!(await this.policies.remove(principal.projectId, name)))
+      throw new AppError('not_found', `No policy ${name} in this project`, 'name');
   }
 }

@@ -6,7 +6,11 @@ import { priceView, PricesService } from './prices.service';
 
 const LATEST_EFFECTIVE_FROM = Date.UTC(2100, 0, 1);
 
-const rate = z.number({ error: 'must be a number' }).finite('must be finite').min(0, 'must not be negative').max(1_000_000, 'must be at most 1000000');
+const rate = z
+  .number({ error: 'must be a number' })
+  .finite('must be finite')
+  .min(0, 'must not be negative')
+  .max(1_000_000, 'must be at most 1000000');
 
 export const putPriceSchema = z.strictObject({
   /**
@@ -16,9 +20,15 @@ export const putPriceSchema = z.strictObject({
    */
   effectiveFrom: z.iso
     .datetime({ offset: true, message: 'must be an ISO-8601 timestamp with a time zone' })
-    .refine((s) => Date.parse(s) >= EARLIEST_OCCURRED_AT && Date.parse(s) < LATEST_EFFECTIVE_FROM, 'must be between 2000-01-01 and 2100-01-01')
+    .refine(
+      (s) => Date.parse(s) >= EARLIEST_OCCURRED_AT && Date.parse(s) < LATEST_EFFECTIVE_FROM,
+      'must be between 2000-01-01 and 2100-01-01',
+    )
     .optional(),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD').default('USD'),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be a three-letter currency code such as USD')
+    .default('USD'),
   inputPerMillion: rate,
   outputPerMillion: rate,
   cacheReadPerMillion: rate.optional(),
@@ -33,7 +43,9 @@ export const priceResponse = z.object({
   id: z.string().describe('prc_…; events priced by it carry `override:<id>` as their price id'),
   provider: z.string(),
   model: z.string(),
-  effectiveFrom: z.string().describe('ISO 8601: events that occurred at or after it are priced by this override (until a later one)'),
+  effectiveFrom: z
+    .string()
+    .describe('ISO 8601: events that occurred at or after it are priced by this override (until a later one)'),
   currency: z.string().describe('Three-letter currency code'),
   inputPerMillion: z.number().describe('Per million uncached input tokens (and cache tokens whose own rate is null)'),
   outputPerMillion: z.number().describe('Per million output tokens (reasoning included)'),
@@ -51,7 +63,8 @@ export class PricesController {
   @Put(':provider/:model')
   @RequireScope('admin')
   @Documented({
-    summary: "Set the project's price for a model from a given time on (answers with a warning naming the reprice call when stored steps are priced otherwise)",
+    summary:
+      "Set the project's price for a model from a given time on (answers with a warning naming the reprice call when stored steps are priced otherwise)",
     tag: 'prices',
     auth: 'admin',
     body: putPriceSchema,
@@ -67,7 +80,12 @@ export class PricesController {
 
   @Get()
   @RequireScope('read')
-  @Documented({ summary: "List the project's price overrides", tag: 'prices', auth: 'read', response: z.object({ prices: z.array(priceResponse) }) })
+  @Documented({
+    summary: "List the project's price overrides",
+    tag: 'prices',
+    auth: 'read',
+    response: z.object({ prices: z.array(priceResponse) }),
+  })
   async list(@CurrentPrincipal() principal: Principal) {
     return { prices: (await this.prices.list(principal.projectId)).map(priceView) };
   }

@@ -19,7 +19,18 @@ export interface PriceInput {
   cacheWrite1hPerMillion?: number;
 }
 
-type PriceRow = { id: string; provider: string; model: string; effectiveFrom: Date; currency: string; inputPerMillion: { toNumber(): number }; outputPerMillion: { toNumber(): number }; cacheReadPerMillion: { toNumber(): number } | null; cacheWritePerMillion: { toNumber(): number } | null; cacheWrite1hPerMillion: { toNumber(): number } | null };
+type PriceRow = {
+  id: string;
+  provider: string;
+  model: string;
+  effectiveFrom: Date;
+  currency: string;
+  inputPerMillion: { toNumber(): number };
+  outputPerMillion: { toNumber(): number };
+  cacheReadPerMillion: { toNumber(): number } | null;
+  cacheWritePerMillion: { toNumber(): number } | null;
+  cacheWrite1hPerMillion: { toNumber(): number } | null;
+};
 
 export const priceView = (r: PriceRow) => ({
   id: r.id,
@@ -40,7 +51,11 @@ export interface RepriceWarning {
   steps: number;
   message: string;
   /** The call that applies the price to them. */
-  reprice: { method: 'POST'; path: '/v1/prices/reprice'; body: { from: string; to: string; provider: string; model: string } };
+  reprice: {
+    method: 'POST';
+    path: '/v1/prices/reprice';
+    body: { from: string; to: string; provider: string; model: string };
+  };
 }
 
 const sameRates = (a: PriceOverrideRate, b: PriceInput) =>
@@ -67,16 +82,23 @@ export class PricesService {
 
   /** The project's overrides, by provider, model and effectiveFrom. */
   list(projectId: string): Promise<PriceRow[]> {
-    return this.prisma.priceOverride.findMany({ where: { projectId }, orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }] });
+    return this.prisma.priceOverride.findMany({
+      where: { projectId },
+      orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }],
+    });
   }
 
   async put(projectId: string, provider: string, model: string, body: PriceInput) {
     const now = this.clock.now();
     const p = normalizeProvider(provider);
     const m = normalizeModel(provider, model);
-    const overrides = ((await readProjectSettings(this.prisma.sql, projectId))?.overrides ?? []).filter((o) => normalizeProvider(o.provider) === p && normalizeModel(o.provider, o.model) === m);
+    const overrides = ((await readProjectSettings(this.prisma.sql, projectId))?.overrides ?? []).filter(
+      (o) => normalizeProvider(o.provider) === p && normalizeModel(o.provider, o.model) === m,
+    );
     const { effectiveFrom, defaulted } = await this.effectiveFromOf(projectId, p, m, body, overrides, now);
-    const before = overrides.find((o) => o.provider === provider && o.model === model && o.effectiveFrom.getTime() === effectiveFrom.getTime());
+    const before = overrides.find(
+      (o) => o.provider === provider && o.model === model && o.effectiveFrom.getTime() === effectiveFrom.getTime(),
+    );
     const data = {
       currency: body.currency,
       inputPerMillion: body.inputPerMillion,
@@ -97,7 +119,10 @@ export class PricesService {
     this.settings.evict(projectId);
 
     // In force until the model's next override.
-    const next = overrides.map((o) => o.effectiveFrom.getTime()).filter((t) => t > effectiveFrom.getTime()).sort((a, b) => a - b)[0];
+    const next = overrides
+      .map((o) => o.effectiveFrom.getTime())
+      .filter((t) => t > effectiveFrom.getTime())
+      .sort((a, b) => a - b)[0];
     const otherwise = await stepsPricedOtherwise(this.prisma.sql, projectId, {
       provider: p,
       model: m,
@@ -108,7 +133,12 @@ export class PricesService {
     });
     const warnings: RepriceWarning[] = [];
     if (otherwise.steps > 0 && otherwise.last) {
-      const call = { from: effectiveFrom.toISOString(), to: new Date(otherwise.last.getTime() + 1).toISOString(), provider, model };
+      const call = {
+        from: effectiveFrom.toISOString(),
+        to: new Date(otherwise.last.getTime() + 1).toISOString(),
+        provider,
+        model,
+      };
       warnings.push({
         code: 'stored_steps_priced_otherwise',
         steps: otherwise.steps,
@@ -128,7 +158,14 @@ export class PricesService {
    * is a price change from now on: history priced by the catalog or an earlier override is never
    * re-dated without being asked (give effectiveFrom, then reprice).
    */
-  private async effectiveFromOf(projectId: string, provider: string, model: string, body: PriceInput, overrides: PriceOverrideRate[], now: Date) {
+  private async effectiveFromOf(
+    projectId: string,
+    provider: string,
+    model: string,
+    body: PriceInput,
+    overrides: PriceOverrideRate[],
+    now: Date,
+  ) {
     if (body.effectiveFrom) return { effectiveFrom: new Date(body.effectiveFrom), defaulted: undefined };
     if (overrides.length === 0) {
       const since = new Date(now.getTime() - this.config.values.INGEST_MAX_AGE_DAYS * DAY);

@@ -51,7 +51,12 @@ export function normalizeModel(provider: string, model: string): string {
 const toMicros = (amount: number): bigint => BigInt(Math.round(amount * 1_000_000));
 
 /** Picks the override in force at `at`: the latest effectiveFrom not after it. */
-export function overrideAt(overrides: readonly PriceOverrideRate[], provider: string, model: string, at: Date): PriceOverrideRate | undefined {
+export function overrideAt(
+  overrides: readonly PriceOverrideRate[],
+  provider: string,
+  model: string,
+  at: Date,
+): PriceOverrideRate | undefined {
   const p = normalizeProvider(provider);
   const m = normalizeModel(provider, model);
   let best: PriceOverrideRate | undefined;
@@ -129,7 +134,8 @@ function linearRates(provider: string, model: string, at: Date): LinearRates | n
   const probe = calcCatalog({ inputTokens: M, outputTokens: M }, provider, model, at);
   let rates: LinearRates | null = null;
   if (probe && Object.values(probe.model_price as Record<string, unknown>).every((v) => typeof v === 'number')) {
-    const inputCost = (u: Partial<Usage>) => calcCatalog({ inputTokens: M, outputTokens: 0, ...u }, provider, model, at)?.input_price ?? NaN;
+    const inputCost = (u: Partial<Usage>) =>
+      calcCatalog({ inputTokens: M, outputTokens: 0, ...u }, provider, model, at)?.input_price ?? NaN;
     rates = {
       priceId: `${CATALOG}:${probe.provider.id}/${probe.model.id}`,
       uncached: probe.input_price / M,
@@ -146,7 +152,12 @@ function linearRates(provider: string, model: string, at: Date): LinearRates | n
   return probe ? rates : undefined;
 }
 
-function catalogCost(usage: Usage, provider: string, model: string, at: Date): { input: number; output: number; priceId: string } | null {
+function catalogCost(
+  usage: Usage,
+  provider: string,
+  model: string,
+  at: Date,
+): { input: number; output: number; priceId: string } | null {
   const rates = linearRates(provider, model, at);
   if (rates === undefined) return null;
   if (rates) {
@@ -156,14 +167,23 @@ function catalogCost(usage: Usage, provider: string, model: string, at: Date): {
     const audio = usage.audioInputTokens ?? 0;
     const uncached = Math.max(0, usage.inputTokens - cacheRead - cacheWrite - audio);
     return {
-      input: uncached * rates.uncached + cacheRead * rates.cacheRead + (cacheWrite - cacheWrite1h) * rates.cacheWrite + cacheWrite1h * rates.cacheWrite1h + audio * rates.audio,
+      input:
+        uncached * rates.uncached +
+        cacheRead * rates.cacheRead +
+        (cacheWrite - cacheWrite1h) * rates.cacheWrite +
+        cacheWrite1h * rates.cacheWrite1h +
+        audio * rates.audio,
       output: usage.outputTokens * rates.output,
       priceId: rates.priceId,
     };
   }
   const result = calcCatalog(usage, provider, model, at);
   if (!result) return null;
-  return { input: result.input_price, output: result.output_price, priceId: `${CATALOG}:${result.provider.id}/${result.model.id}` };
+  return {
+    input: result.input_price,
+    output: result.output_price,
+    priceId: `${CATALOG}:${result.provider.id}/${result.model.id}`,
+  };
 }
 
 /**
@@ -172,7 +192,12 @@ function catalogCost(usage: Usage, provider: string, model: string, at: Date): {
  * price has no tiers or the catalog does not know the model. The catalog applies a tier to the
  * whole step once its input tokens pass the tier's start.
  */
-export function catalogTier(usage: Usage, provider: string, model: string, at: Date): { inputTokensAbove: number } | null {
+export function catalogTier(
+  usage: Usage,
+  provider: string,
+  model: string,
+  at: Date,
+): { inputTokensAbove: number } | null {
   const result = calcCatalog(usage, provider, model, at);
   if (!result) return null;
   const starts = Object.values(result.model_price as Record<string, unknown>).flatMap((v) => {
@@ -195,27 +220,59 @@ export { catalogCost };
  * Prices one step at the price in force at its occurredAt: a provider-reported cost wins, then the
  * project's override, then the catalog. An unknown model is unpriced — never free.
  */
-export function priceStep(event: Pick<StepUsageEvent, 'provider' | 'model' | 'usage' | 'cost'>, at: Date, overrides: readonly PriceOverrideRate[]): PricedCost {
+export function priceStep(
+  event: Pick<StepUsageEvent, 'provider' | 'model' | 'usage' | 'cost'>,
+  at: Date,
+  overrides: readonly PriceOverrideRate[],
+): PricedCost {
   const override = overrideAt(overrides, event.provider, event.model, at);
   if (event.cost) {
     // Split the reported total between input and output like the known rates would, so that
     // per-metric cost attribution still adds up to the reported total.
     const total = toMicros(event.cost.amount);
-    const reference = override ? costAtRates(event.usage, override) : catalogCost(event.usage, event.provider, event.model, at);
+    const reference = override
+      ? costAtRates(event.usage, override)
+      : catalogCost(event.usage, event.provider, event.model, at);
     const refInput = reference ? reference.input : event.usage.inputTokens;
-    const refTotal = reference ? reference.input + reference.output : event.usage.inputTokens + event.usage.outputTokens;
+    const refTotal = reference
+      ? reference.input + reference.output
+      : event.usage.inputTokens + event.usage.outputTokens;
     const input = refTotal > 0 ? BigInt(Math.round((Number(total) * refInput) / refTotal)) : total;
-    return { priced: true, costMicros: total, inputCostMicros: input, outputCostMicros: total - input, currency: event.cost.currency, source: 'provider', priceId: null };
+    return {
+      priced: true,
+      costMicros: total,
+      inputCostMicros: input,
+      outputCostMicros: total - input,
+      currency: event.cost.currency,
+      source: 'provider',
+      priceId: null,
+    };
   }
   if (override) {
     const { input, output } = costAtRates(event.usage, override);
     const inputMicros = BigInt(Math.round(input));
     const outputMicros = BigInt(Math.round(output));
-    return { priced: true, costMicros: inputMicros + outputMicros, inputCostMicros: inputMicros, outputCostMicros: outputMicros, currency: override.currency, source: 'override', priceId: `override:${override.id}` };
+    return {
+      priced: true,
+      costMicros: inputMicros + outputMicros,
+      inputCostMicros: inputMicros,
+      outputCostMicros: outputMicros,
+      currency: override.currency,
+      source: 'override',
+      priceId: `override:${override.id}`,
+    };
   }
   const catalog = catalogCost(event.usage, event.provider, event.model, at);
   if (!catalog) return { priced: false };
   const inputMicros = toMicros(catalog.input);
   const outputMicros = toMicros(catalog.output);
-  return { priced: true, costMicros: inputMicros + outputMicros, inputCostMicros: inputMicros, outputCostMicros: outputMicros, currency: 'USD', source: 'catalog', priceId: catalog.priceId };
+  return {
+    priced: true,
+    costMicros: inputMicros + outputMicros,
+    inputCostMicros: inputMicros,
+    outputCostMicros: outputMicros,
+    currency: 'USD',
+    source: 'catalog',
+    priceId: catalog.priceId,
+  };
 }

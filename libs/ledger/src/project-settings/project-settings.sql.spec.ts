@@ -69,8 +69,26 @@ describe('readProjectSettings (real PostgreSQL)', () => {
     );
     const settings = (await readProjectSettings(prisma.sql, id))!;
     expect([...settings.policies].sort((a, b) => a.name.localeCompare(b.name))).toEqual([
-      expect.objectContaining({ name: 'agent-tokens', scope: 'resource', window: '1h', max_cost_micros: null, max_total_tokens: 100000, strategy: 'warn', entity_name: 'planner', cost_unit: null }),
-      expect.objectContaining({ name: 'daily-user', scope: 'user', window: '24h', max_cost_micros: 5000000, warn_at_percent: 80, strategy: 'block', entity_name: null, cost_unit: 'USD' }),
+      expect.objectContaining({
+        name: 'agent-tokens',
+        scope: 'resource',
+        window: '1h',
+        max_cost_micros: null,
+        max_total_tokens: 100000,
+        strategy: 'warn',
+        entity_name: 'planner',
+        cost_unit: null,
+      }),
+      expect.objectContaining({
+        name: 'daily-user',
+        scope: 'user',
+        window: '24h',
+        max_cost_micros: 5000000,
+        warn_at_percent: 80,
+        strategy: 'block',
+        entity_name: null,
+        cost_unit: 'USD',
+      }),
     ]);
     expect(settings.overrides).toEqual([
       {

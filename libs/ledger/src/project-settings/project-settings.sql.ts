@@ -57,7 +57,9 @@ export async function readProjectSettings(db: Sql, projectId: string): Promise<P
   if (!row) return null;
   return {
     unpricedPolicy: row.unpriced_policy,
-    fallback: row.unpriced_fallback ? { ...row.unpriced_fallback, currency: row.unpriced_fallback.currency ?? row.cost_unit } : null,
+    fallback: row.unpriced_fallback
+      ? { ...row.unpriced_fallback, currency: row.unpriced_fallback.currency ?? row.cost_unit }
+      : null,
     money: { base: row.cost_unit, rates: row.exchange_rates },
     maxEventAgeDays: row.max_event_age_days,
     policies: row.policies,

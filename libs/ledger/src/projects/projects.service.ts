@@ -5,13 +5,26 @@ import { randomBytes } from 'node:crypto';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettingsInput } from './projects.schemas';
 
-type ProjectRow = { id: string; name: string; unpricedPolicy: string; unpricedFallback: unknown; costUnit: string; exchangeRates: unknown; maxEventAgeDays: number | null; createdAt: Date };
+type ProjectRow = {
+  id: string;
+  name: string;
+  unpricedPolicy: string;
+  unpricedFallback: unknown;
+  costUnit: string;
+  exchangeRates: unknown;
+  maxEventAgeDays: number | null;
+  createdAt: Date;
+};
 
 const projectView = (p: ProjectRow) => ({
   id: p.id,
   name: p.name,
   unpricedPolicy: p.unpricedPolicy,
-  unpricedFallback: (p.unpricedFallback ?? null) as { inputPerMillion: number; outputPerMillion: number; currency?: string } | null,
+  unpricedFallback: (p.unpricedFallback ?? null) as {
+    inputPerMillion: number;
+    outputPerMillion: number;
+    currency?: string;
+  } | null,
   costUnit: p.costUnit,
   exchangeRates: (p.exchangeRates ?? {}) as Record<string, number>,
   maxEventAgeDays: p.maxEventAgeDays,
@@ -30,12 +43,19 @@ export class ProjectsService {
 
   async createProject(input: { name: string; unpricedPolicy: ProjectSettingsInput['unpricedPolicy']; id?: string }) {
     const id = input.id ?? `prj_${randomBytes(8).toString('hex')}`;
-    if (input.unpricedPolicy === 'fallback') throw AppError.validation('unpricedPolicy', 'fallback needs unpricedFallback: create the project, then set both with PATCH');
+    if (input.unpricedPolicy === 'fallback')
+      throw AppError.validation(
+        'unpricedPolicy',
+        'fallback needs unpricedFallback: create the project, then set both with PATCH',
+      );
     try {
-      const p = await this.prisma.project.create({ data: { id, name: input.name, unpricedPolicy: input.unpricedPolicy } });
+      const p = await this.prisma.project.create({
+        data: { id, name: input.name, unpricedPolicy: input.unpricedPolicy },
+      });
       return projectView(p);
     } catch (err) {
-      if ((err as { code?: string }).code === 'P2002') throw new AppError('conflict', `Project ${id} already exists`, 'id');
+      if ((err as { code?: string }).code === 'P2002')
+        throw new AppError('conflict', `Project ${id} already exists`, 'id');
       throw err;
     }
   }
@@ -46,9 +66,14 @@ export class ProjectsService {
     if (!current) throw new AppError('not_found', `No project ${projectId}`, 'projectId');
     const policy = input.unpricedPolicy ?? current.unpricedPolicy;
     const fallback = input.unpricedFallback === undefined ? current.unpricedFallback : input.unpricedFallback;
-    if (policy === 'fallback' && !fallback) throw AppError.validation('unpricedFallback', 'is required when unpricedPolicy is fallback');
+    if (policy === 'fallback' && !fallback)
+      throw AppError.validation('unpricedFallback', 'is required when unpricedPolicy is fallback');
     const operatorMax = this.config.values.INGEST_MAX_AGE_DAYS;
-    if (input.maxEventAgeDays && input.maxEventAgeDays > operatorMax) throw AppError.validation('maxEventAgeDays', `must be at most ${operatorMax} (the operator's INGEST_MAX_AGE_DAYS)`);
+    if (input.maxEventAgeDays && input.maxEventAgeDays > operatorMax)
+      throw AppError.validation(
+        'maxEventAgeDays',
+        `must be at most ${operatorMax} (the operator's INGEST_MAX_AGE_DAYS)`,
+      );
     const data = {
       unpricedPolicy: policy,
       unpricedFallback: fallback === null ? Prisma.DbNull : (fallback as Prisma.InputJsonValue),
@@ -56,7 +81,10 @@ export class ProjectsService {
       ...(input.exchangeRates ? { exchangeRates: input.exchangeRates } : {}),
       ...(input.maxEventAgeDays !== undefined ? { maxEventAgeDays: input.maxEventAgeDays } : {}),
     };
-    const [p] = await this.prisma.$transaction([this.prisma.project.update({ where: { id: projectId }, data }), this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId)]);
+    const [p] = await this.prisma.$transaction([
+      this.prisma.project.update({ where: { id: projectId }, data }),
+      this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.projects), projectId),
+    ]);
     this.settings.evict(projectId);
     return projectView(p);
   }
@@ -68,13 +96,23 @@ export class ProjectsService {
     const row = await this.prisma.apiKey.create({
       data: { id: issued.id, projectId, name: input.name, secretHash: issued.secretHash, scopes: input.scopes },
     });
-    return { id: row.id, projectId, key: issued.key, scopes: row.scopes, name: row.name, createdAt: row.createdAt.toISOString() };
+    return {
+      id: row.id,
+      projectId,
+      key: issued.key,
+      scopes: row.scopes,
+      name: row.name,
+      createdAt: row.createdAt.toISOString(),
+    };
   }
 
   async revokeKey(projectId: string, keyId: string) {
     // Every API process caches keys: the revocation is announced in its own transaction.
     const [{ count }] = await this.prisma.$transaction([
-      this.prisma.apiKey.updateMany({ where: { id: keyId, projectId, revokedAt: null }, data: { revokedAt: new Date() } }),
+      this.prisma.apiKey.updateMany({
+        where: { id: keyId, projectId, revokedAt: null },
+        data: { revokedAt: new Date() },
+      }),
       this.prisma.$executeRawUnsafe(notifySql(CACHE_CHANNELS.keys), keyId),
     ]);
     this.caches.keys.evict(keyId);
@@ -87,6 +125,12 @@ export class ProjectsService {
 
   async listKeys(projectId: string) {
     const rows = await this.prisma.apiKey.findMany({ where: { projectId }, orderBy: { createdAt: 'asc' } });
-    return rows.map((r) => ({ id: r.id, name: r.name, scopes: r.scopes, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null }));
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      scopes: r.scopes,
+      createdAt: r.createdAt.toISOString(),
+      revokedAt: r.revokedAt?.toISOString() ?? null,
+    }));
   }
 }

@@ -31,9 +31,14 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
     insertStepEvents(
       prisma.sql,
       project,
-      events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(e.occurredAt), []) })),
+      events.map((e) => ({
+        event: e,
+        occurredAt: new Date(e.occurredAt),
+        cost: priceStep(e, new Date(e.occurredAt), []),
+      })),
     );
-  const ids = async (project: string, filter: StepFilter, limit = 100) => (await readSteps(prisma.sql, project, filter, limit)).steps.map((s) => s.eventId);
+  const ids = async (project: string, filter: StepFilter, limit = 100) =>
+    (await readSteps(prisma.sql, project, filter, limit)).steps.map((s) => s.eventId);
 
   it('pages newest first by (occurredAt, position): every step once, ties on occurredAt in log order', async () => {
     const project = `p-${randomUUID()}`;
@@ -63,14 +68,31 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
     const t = (m: number) => new Date(base + m * MIN).toISOString();
     await insert(project, [
       step({ eventId: 'a', occurredAt: t(0), tags: ['beta', 'eu'], environment: 'prod' }),
-      step({ eventId: 'b', occurredAt: t(1), model: 'gpt-4o-mini', entityName: 'billing-agent', environment: 'staging' }),
+      step({
+        eventId: 'b',
+        occurredAt: t(1),
+        model: 'gpt-4o-mini',
+        entityName: 'billing-agent',
+        environment: 'staging',
+      }),
       step({ eventId: 'c', occurredAt: t(2), resourceId: 'globex', userId: 'u2', tags: ['eu'] }),
       step({ eventId: 'd', occurredAt: t(3), provider: 'acme', model: 'acme-unknown' }),
     ]);
     // A guard event of the same project is not a step.
-    await writeGuardOutcome(prisma.sql, project, [], [
-      { type: 'GuardDecided', eventId: `tg:decision:${randomUUID()}`, occurredAt: new Date(base + 5 * MIN), scopes: { traceId: 'run-1' }, data: { decision: 'deny', violations: [], warnings: [], stepId: null } },
-    ]);
+    await writeGuardOutcome(
+      prisma.sql,
+      project,
+      [],
+      [
+        {
+          type: 'GuardDecided',
+          eventId: `tg:decision:${randomUUID()}`,
+          occurredAt: new Date(base + 5 * MIN),
+          scopes: { traceId: 'run-1' },
+          data: { decision: 'deny', violations: [], warnings: [], stepId: null },
+        },
+      ],
+    );
     expect(await ids(project, {})).toEqual(['d', 'c', 'b', 'a']);
     expect(await ids(project, { model: 'gpt-4o-mini' })).toEqual(['b']);
     expect(await ids(project, { provider: 'openai', model: 'gpt-4o' })).toEqual(['c', 'a']);
@@ -90,7 +112,15 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
 
   it('shows tokens, latency, scope ids and the cost now: a reprice correction replaces the cost, and an unpriced step priced later is no longer unpriced', async () => {
     const project = `p-${randomUUID()}`;
-    const e = step({ eventId: 'x', provider: 'acme', model: 'acme-unknown', usage: { inputTokens: 5000, outputTokens: 700, cacheReadTokens: 1200, reasoningTokens: 300 }, durationMs: 812.5, threadId: 'th-1', tags: ['t'] });
+    const e = step({
+      eventId: 'x',
+      provider: 'acme',
+      model: 'acme-unknown',
+      usage: { inputTokens: 5000, outputTokens: 700, cacheReadTokens: 1200, reasoningTokens: 300 },
+      durationMs: 812.5,
+      threadId: 'th-1',
+      tags: ['t'],
+    });
     await insert(project, [e]);
     const [before] = (await readSteps(prisma.sql, project, {}, 10)).steps;
     expect(before).toMatchObject({
@@ -100,7 +130,15 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
       provider: 'acme',
       model: 'acme-unknown',
       tags: ['t'],
-      usage: { inputTokens: 5000, cacheReadTokens: 1200, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 700, reasoningTokens: 300, totalTokens: 5700 },
+      usage: {
+        inputTokens: 5000,
+        cacheReadTokens: 1200,
+        cacheWriteTokens: 0,
+        cacheWrite1hTokens: 0,
+        outputTokens: 700,
+        reasoningTokens: 300,
+        totalTokens: 5700,
+      },
       durationMs: 812.5,
       cost: null,
       costUnit: null,
@@ -109,17 +147,39 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
       reservation: null,
     });
     // Two corrections (as the repricer writes them, at the step's occurredAt): the latest counts.
-    for (const [sequence, costMicros] of [[1, 40_000], [2, 25_000]]) {
+    for (const [sequence, costMicros] of [
+      [1, 40_000],
+      [2, 25_000],
+    ]) {
       await prisma.sql.query(
         `INSERT INTO events (project_id, event_id, type, occurred_at, data) VALUES ($1, $2, 'StepRepriced', $3, $4::jsonb)`,
         project,
         `tg:reprice:x:${sequence}`,
         new Date(e.occurredAt),
-        JSON.stringify({ stepEventId: 'x', stepPosition: '0', sequence, old: {}, new: { costMicros, inputCostMicros: null, outputCostMicros: null, costUnit: 'USD', priceId: 'p', source: 'override' } }),
+        JSON.stringify({
+          stepEventId: 'x',
+          stepPosition: '0',
+          sequence,
+          old: {},
+          new: {
+            costMicros,
+            inputCostMicros: null,
+            outputCostMicros: null,
+            costUnit: 'USD',
+            priceId: 'p',
+            source: 'override',
+          },
+        }),
       );
     }
     const [after] = (await readSteps(prisma.sql, project, {}, 10)).steps;
-    expect(after).toMatchObject({ cost: 0.025, costUnit: 'USD', costSource: 'override', unpriced: false, repriced: true });
+    expect(after).toMatchObject({
+      cost: 0.025,
+      costUnit: 'USD',
+      costSource: 'override',
+      unpriced: false,
+      repriced: true,
+    });
     expect(await ids(project, { unpriced: true })).toEqual([]);
     expect(await ids(project, { unpriced: false })).toEqual(['x']);
   });
@@ -127,50 +187,142 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
   it("shows a step's reservation, who settled it, and whether the step passed it; a run lists its steps and guard events oldest first", async () => {
     const project = `p-${randomUUID()}`;
     const reserve = (id: string, at: number) => ({
-      reservation: { id, stepId: `step-${id}`, scopeKeys: ['run:run-9'], contextKeys: ['run:run-9'], costMicros: 4500, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, rawInputTokens: 1000, provider: 'openai', model: 'gpt-4o', createdAt: new Date(at), expiresAt: new Date(at + 10 * MIN) },
+      reservation: {
+        id,
+        stepId: `step-${id}`,
+        scopeKeys: ['run:run-9'],
+        contextKeys: ['run:run-9'],
+        costMicros: 4500,
+        costUnit: 'USD',
+        inputTokens: 1000,
+        outputTokens: 200,
+        rawInputTokens: 1000,
+        provider: 'openai',
+        model: 'gpt-4o',
+        createdAt: new Date(at),
+        expiresAt: new Date(at + 10 * MIN),
+      },
       event: {
         type: 'BudgetReserved' as const,
         eventId: `tg:reservation:${id}:reserved`,
         occurredAt: new Date(at),
         scopes: { traceId: 'run-9' },
         reservationId: id,
-        data: { stepId: `step-${id}`, scopeKeys: ['run:run-9'], estimatedCost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, inputTokensMargin: 1, expiresAt: new Date(at + 10 * MIN).toISOString() },
+        data: {
+          stepId: `step-${id}`,
+          scopeKeys: ['run:run-9'],
+          estimatedCost: 0.0045,
+          costUnit: 'USD',
+          inputTokens: 1000,
+          outputTokens: 200,
+          inputTokensMargin: 1,
+          expiresAt: new Date(at + 10 * MIN).toISOString(),
+        },
       },
     });
     const r1 = reserve('rsv_1', base);
     const r2 = reserve('rsv_2', base + 2 * MIN);
     await writeGuardOutcome(prisma.sql, project, [r1.reservation], [r1.event]);
-    await insert(project, [step({ eventId: 'first', traceId: 'run-9', occurredAt: new Date(base + MIN).toISOString(), reservationId: 'rsv_1', usage: { inputTokens: 900, outputTokens: 150 } })]);
-    await writeGuardOutcome(prisma.sql, project, [r2.reservation], [r2.event]);
-    await insert(project, [step({ eventId: 'second', traceId: 'run-9', occurredAt: new Date(base + 3 * MIN).toISOString(), reservationId: 'rsv_2', usage: { inputTokens: 3000, outputTokens: 150 } })]);
-    // A retry naming an already settled reservation does not settle it again.
-    await insert(project, [step({ eventId: 'retry', traceId: 'run-9', occurredAt: new Date(base + 4 * MIN).toISOString(), reservationId: 'rsv_2', usage: { inputTokens: 10, outputTokens: 10 } })]);
-    await writeGuardOutcome(prisma.sql, project, [], [
-      {
-        type: 'GuardDecided',
-        eventId: 'tg:decision:d1',
-        occurredAt: new Date(base + 5 * MIN),
-        scopes: { traceId: 'run-9', entityName: 'support-agent' },
-        data: { decision: 'deny', violations: [{ scope: 'run', scopeKey: 'run:run-9', window: null, limitType: 'cost', usage: 0.02, limit: 0.02, unit: 'USD', threshold: 'hard', source: 'request' }], warnings: [], stepId: 'step-3' },
-      },
+    await insert(project, [
+      step({
+        eventId: 'first',
+        traceId: 'run-9',
+        occurredAt: new Date(base + MIN).toISOString(),
+        reservationId: 'rsv_1',
+        usage: { inputTokens: 900, outputTokens: 150 },
+      }),
     ]);
+    await writeGuardOutcome(prisma.sql, project, [r2.reservation], [r2.event]);
+    await insert(project, [
+      step({
+        eventId: 'second',
+        traceId: 'run-9',
+        occurredAt: new Date(base + 3 * MIN).toISOString(),
+        reservationId: 'rsv_2',
+        usage: { inputTokens: 3000, outputTokens: 150 },
+      }),
+    ]);
+    // A retry naming an already settled reservation does not settle it again.
+    await insert(project, [
+      step({
+        eventId: 'retry',
+        traceId: 'run-9',
+        occurredAt: new Date(base + 4 * MIN).toISOString(),
+        reservationId: 'rsv_2',
+        usage: { inputTokens: 10, outputTokens: 10 },
+      }),
+    ]);
+    await writeGuardOutcome(
+      prisma.sql,
+      project,
+      [],
+      [
+        {
+          type: 'GuardDecided',
+          eventId: 'tg:decision:d1',
+          occurredAt: new Date(base + 5 * MIN),
+          scopes: { traceId: 'run-9', entityName: 'support-agent' },
+          data: {
+            decision: 'deny',
+            violations: [
+              {
+                scope: 'run',
+                scopeKey: 'run:run-9',
+                window: null,
+                limitType: 'cost',
+                usage: 0.02,
+                limit: 0.02,
+                unit: 'USD',
+                threshold: 'hard',
+                source: 'request',
+              },
+            ],
+            warnings: [],
+            stepId: 'step-3',
+          },
+        },
+      ],
+    );
 
     const run = await readRun(prisma.sql, project, 'run-9', 100);
     expect(run.truncated).toBe(false);
-    expect(run.steps.map((s) => [s.eventId, s.reservation?.id, s.reservation?.status, s.reservation?.settledByEventId, s.reservation?.exceeded])).toEqual([
+    expect(
+      run.steps.map((s) => [
+        s.eventId,
+        s.reservation?.id,
+        s.reservation?.status,
+        s.reservation?.settledByEventId,
+        s.reservation?.exceeded,
+      ]),
+    ).toEqual([
       ['first', 'rsv_1', 'settled', 'first', false],
       ['second', 'rsv_2', 'settled', 'second', true],
       ['retry', 'rsv_2', 'settled', 'second', false],
     ]);
-    expect(run.steps[0].reservation).toMatchObject({ reserved: { cost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200 }, reservedAt: new Date(base).toISOString() });
+    expect(run.steps[0].reservation).toMatchObject({
+      reserved: { cost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200 },
+      reservedAt: new Date(base).toISOString(),
+    });
     expect(run.steps[0].reservation!.closedAt).not.toBeNull();
     expect(run.guard.map((g) => [g.kind, g.eventId, g.stepId])).toEqual([
       ['reservation', 'tg:reservation:rsv_1:reserved', 'step-rsv_1'],
       ['reservation', 'tg:reservation:rsv_2:reserved', 'step-rsv_2'],
       ['decision', 'tg:decision:d1', 'step-3'],
     ]);
-    expect(run.guard[0].reservation).toEqual({ id: 'rsv_1', cost: 0.0045, costUnit: 'USD', inputTokens: 1000, outputTokens: 200, scopeKeys: ['run:run-9'], expiresAt: new Date(base + 10 * MIN).toISOString() });
-    expect(run.guard[2]).toMatchObject({ decision: 'deny', entityName: 'support-agent', violations: [{ scopeKey: 'run:run-9', limitType: 'cost' }] });
+    expect(run.guard[0].reservation).toEqual({
+      id: 'rsv_1',
+      cost: 0.0045,
+      costUnit: 'USD',
+      inputTokens: 1000,
+      outputTokens: 200,
+      scopeKeys: ['run:run-9'],
+      expiresAt: new Date(base + 10 * MIN).toISOString(),
+    });
+    expect(run.guard[2]).toMatchObject({
+      decision: 'deny',
+      entityName: 'support-agent',
+      violations: [{ scopeKey: 'run:run-9', limitType: 'cost' }],
+    });
     // Cut at the limit, and said so.
     const cut = await readRun(prisma.sql, project, 'run-9', 2);
     expect([cut.steps.length, cut.guard.length, cut.truncated]).toEqual([2, 2, true]);
@@ -192,6 +344,8 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
       { provider: 'openai', model: 'gpt-4o', steps: 10, p50: sorted[5], p95: sorted[9], max: 1000 },
       { provider: 'openai', model: 'gpt-4o-mini', steps: 2, p50: 90, p95: 90, max: 90 },
     ]);
-    expect(await readLatency(prisma.sql, project, { model: 'gpt-4o', to: new Date(base + 3 * MIN) }, 10)).toEqual([{ provider: 'openai', model: 'gpt-4o', steps: 4, p50: 300, p95: 400, max: 400 }]);
+    expect(await readLatency(prisma.sql, project, { model: 'gpt-4o', to: new Date(base + 3 * MIN) }, 10)).toEqual([
+      { provider: 'openai', model: 'gpt-4o', steps: 4, p50: 300, p95: 400, max: 400 },
+    ]);
   });
 });

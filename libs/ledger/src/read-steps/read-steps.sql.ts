@@ -56,7 +56,15 @@ export interface StepView {
   serviceName: string | null;
   tags: string[];
   /** inputTokens includes cacheReadTokens and cacheWriteTokens; cacheWriteTokens includes cacheWrite1hTokens; outputTokens includes reasoningTokens. */
-  usage: { inputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; cacheWrite1hTokens: number; outputTokens: number; reasoningTokens: number; totalTokens: number };
+  usage: {
+    inputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    cacheWrite1hTokens: number;
+    outputTokens: number;
+    reasoningTokens: number;
+    totalTokens: number;
+  };
   durationMs: number | null;
   finishReason: string | null;
   stepIndex: number | null;
@@ -82,7 +90,15 @@ export interface RunGuardEvent {
   /** The check's stepId (both kinds), when it gave one. */
   stepId: string | null;
   /** BudgetReserved: what was held. */
-  reservation?: { id: string; cost: number | null; costUnit: string | null; inputTokens: number; outputTokens: number; scopeKeys: string[]; expiresAt: string };
+  reservation?: {
+    id: string;
+    cost: number | null;
+    costUnit: string | null;
+    inputTokens: number;
+    outputTokens: number;
+    scopeKeys: string[];
+    expiresAt: string;
+  };
 }
 
 // A step's ids, field → column: the trace, run and span, then the windowed scopes' ids (the scope table's).
@@ -101,7 +117,9 @@ const SCOPE_COLUMNS: Record<string, string> = {
  * (events_reservation_settled_idx).
  */
 const STEP_SELECT = `
-  e.position::text AS position, e.event_id, e.occurred_at, e.recorded_at, ${Object.values(SCOPE_COLUMNS).map((c) => `e.${c}`).join(', ')},
+  e.position::text AS position, e.event_id, e.occurred_at, e.recorded_at, ${Object.values(SCOPE_COLUMNS)
+    .map((c) => `e.${c}`)
+    .join(', ')},
   e.entity_type, e.entity_name, e.provider, e.model, e.environment, e.service_name, e.tags,
   e.input_tokens::float8 AS input_tokens, e.output_tokens::float8 AS output_tokens, e.cache_read_tokens::float8 AS cache_read_tokens,
   e.cache_write_tokens::float8 AS cache_write_tokens, e.cache_write_1h_tokens::float8 AS cache_write_1h_tokens, e.reasoning_tokens::float8 AS reasoning_tokens,
@@ -176,7 +194,10 @@ function stepView(r: Record<string, any>): StepView {
       reserved: { cost: rUnit ? micros(r.r_cost) : null, costUnit: rUnit, inputTokens: r.r_in, outputTokens: r.r_out },
       settledByEventId: r.r_settled_by ?? null,
       // The rule the settlement applies (insert-step-events.sql): tokens always, money only in one unit.
-      exceeded: r.input_tokens > r.r_in || r.output_tokens > r.r_out || (cost !== null && costUnit === rUnit && Number(r.cost_micros) > Number(r.r_cost)),
+      exceeded:
+        r.input_tokens > r.r_in ||
+        r.output_tokens > r.r_out ||
+        (cost !== null && costUnit === rUnit && Number(r.cost_micros) > Number(r.r_cost)),
     };
   }
   return {
@@ -216,17 +237,28 @@ function stepView(r: Record<string, any>): StepView {
  * A page of step events, newest first (occurredAt, then log position), after `cursor`. Returns
  * the cursor of the next page, or null on the last one.
  */
-export async function readSteps(db: Sql, projectId: string, filter: StepFilter, limit: number, cursor?: StepCursor): Promise<{ steps: StepView[]; next: StepCursor | null }> {
+export async function readSteps(
+  db: Sql,
+  projectId: string,
+  filter: StepFilter,
+  limit: number,
+  cursor?: StepCursor,
+): Promise<{ steps: StepView[]; next: StepCursor | null }> {
   const p = new Params();
   const where = whereOf(projectId, filter, p);
   if (cursor) {
     const at = p.add(cursor.occurredAt);
     // The first bound lets the (project_id, occurred_at) index start at the cursor.
-    where.push(`e.occurred_at <= ${at}`, `(e.occurred_at, e.position) < (${at}::timestamptz, ${p.add(cursor.position.toString())}::bigint)`);
+    where.push(
+      `e.occurred_at <= ${at}`,
+      `(e.occurred_at, e.position) < (${at}::timestamptz, ${p.add(cursor.position.toString())}::bigint)`,
+    );
   }
   // Unpriced is the step's state now, after reprices: the lateral join decides it.
   if (filter.unpriced !== undefined) {
-    where.push(`((CASE WHEN rp.data IS NULL THEN e.cost_micros IS NULL ELSE rp.data->'new'->>'costMicros' IS NULL END) = ${p.add(filter.unpriced)}::boolean)`);
+    where.push(
+      `((CASE WHEN rp.data IS NULL THEN e.cost_micros IS NULL ELSE rp.data->'new'->>'costMicros' IS NULL END) = ${p.add(filter.unpriced)}::boolean)`,
+    );
   }
   const rows = await db.query<Record<string, any>>(
     `SELECT ${STEP_SELECT} FROM events e ${STEP_JOINS}
@@ -237,14 +269,22 @@ export async function readSteps(db: Sql, projectId: string, filter: StepFilter, 
   );
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  return { steps: page.map(stepView), next: rows.length > limit ? { occurredAt: last.occurred_at, position: BigInt(last.position) } : null };
+  return {
+    steps: page.map(stepView),
+    next: rows.length > limit ? { occurredAt: last.occurred_at, position: BigInt(last.position) } : null,
+  };
 }
 
 /**
  * A run (its traceId): its steps and its guard events, each oldest first, up to `limit` of each.
  * `truncated` says a list was cut.
  */
-export async function readRun(db: Sql, projectId: string, traceId: string, limit: number): Promise<{ steps: StepView[]; guard: RunGuardEvent[]; truncated: boolean }> {
+export async function readRun(
+  db: Sql,
+  projectId: string,
+  traceId: string,
+  limit: number,
+): Promise<{ steps: StepView[]; guard: RunGuardEvent[]; truncated: boolean }> {
   const [steps, guard] = await Promise.all([
     db.query<Record<string, any>>(
       `SELECT ${STEP_SELECT} FROM events e ${STEP_JOINS}
@@ -266,8 +306,20 @@ export async function readRun(db: Sql, projectId: string, traceId: string, limit
   return {
     steps: steps.slice(0, limit).map(stepView),
     guard: guard.slice(0, limit).map((r): RunGuardEvent => {
-      const base = { eventId: r.event_id, occurredAt: iso(r.occurred_at)!, entityName: r.entity_name, stepId: r.data?.stepId ?? null };
-      if (r.type === 'GuardDecided') return { kind: 'decision', ...base, decision: r.data.decision, violations: r.data.violations, warnings: r.data.warnings };
+      const base = {
+        eventId: r.event_id,
+        occurredAt: iso(r.occurred_at)!,
+        entityName: r.entity_name,
+        stepId: r.data?.stepId ?? null,
+      };
+      if (r.type === 'GuardDecided')
+        return {
+          kind: 'decision',
+          ...base,
+          decision: r.data.decision,
+          violations: r.data.violations,
+          warnings: r.data.warnings,
+        };
       return {
         kind: 'reservation',
         ...base,
@@ -301,11 +353,24 @@ export interface ModelLatency {
  * rule of the metric routes' percentiles: sorted[min(floor(p × n), n − 1)], no interpolation.
  * Slowest p95 first.
  */
-export async function readLatency(db: Sql, projectId: string, filter: StepFilter, limit: number): Promise<ModelLatency[]> {
+export async function readLatency(
+  db: Sql,
+  projectId: string,
+  filter: StepFilter,
+  limit: number,
+): Promise<ModelLatency[]> {
   const p = new Params();
   const where = whereOf(projectId, filter, p);
-  const pick = (pc: number) => `(array_agg(e.duration_ms ORDER BY e.duration_ms))[least(floor(${pc}::float8 * count(*))::int, count(*)::int - 1) + 1]`;
-  const rows = await db.query<{ provider: string | null; model: string | null; steps: number; p50: number; p95: number; max: number }>(
+  const pick = (pc: number) =>
+    `(array_agg(e.duration_ms ORDER BY e.duration_ms))[least(floor(${pc}::float8 * count(*))::int, count(*)::int - 1) + 1]`;
+  const rows = await db.query<{
+    provider: string | null;
+    model: string | null;
+    steps: number;
+    p50: number;
+    p95: number;
+    max: number;
+  }>(
     `SELECT e.provider, e.model, count(*)::int AS steps, ${pick(0.5)} AS p50, ${pick(0.95)} AS p95, max(e.duration_ms) AS max
        FROM events e
       WHERE ${where.join(' AND ')} AND e.duration_ms IS NOT NULL
@@ -314,5 +379,12 @@ export async function readLatency(db: Sql, projectId: string, filter: StepFilter
       LIMIT ${p.add(limit)}`,
     ...p.values,
   );
-  return rows.map((r) => ({ provider: r.provider, model: r.model, steps: r.steps, p50: Number(r.p50), p95: Number(r.p95), max: Number(r.max) }));
+  return rows.map((r) => ({
+    provider: r.provider,
+    model: r.model,
+    steps: r.steps,
+    p50: Number(r.p50),
+    p95: Number(r.p95),
+    max: Number(r.max),
+  }));
 }

@@ -10,9 +10,19 @@ export const stepReservationResponse = z
     reservedAt: z.string(),
     expiresAt: z.string(),
     closedAt: z.string().nullable().describe('When it was settled, released or lapsed'),
-    reserved: z.object({ cost: money.describe('Null when the estimate had no price'), costUnit: z.string().nullable(), inputTokens: z.number(), outputTokens: z.number() }),
-    settledByEventId: z.string().nullable().describe('The step event whose usage replaced the estimate (the first that named it)'),
-    exceeded: z.boolean().describe("This step's actual usage passed what was reserved (tokens, or cost in the same unit)"),
+    reserved: z.object({
+      cost: money.describe('Null when the estimate had no price'),
+      costUnit: z.string().nullable(),
+      inputTokens: z.number(),
+      outputTokens: z.number(),
+    }),
+    settledByEventId: z
+      .string()
+      .nullable()
+      .describe('The step event whose usage replaced the estimate (the first that named it)'),
+    exceeded: z
+      .boolean()
+      .describe("This step's actual usage passed what was reserved (tokens, or cost in the same unit)"),
   })
   .nullable();
 
@@ -20,7 +30,9 @@ export const stepResponse = z.object({
   eventId: z.string(),
   occurredAt: z.string(),
   recordedAt: z.string(),
-  scopes: z.record(z.string(), z.string()).describe('traceId, runId, spanId, threadId, resourceId, userId, organizationId, sessionId: those the step has'),
+  scopes: z
+    .record(z.string(), z.string())
+    .describe('traceId, runId, spanId, threadId, resourceId, userId, organizationId, sessionId: those the step has'),
   entityType: z.string().nullable(),
   entityName: z.string().nullable(),
   provider: z.string().nullable(),
@@ -29,8 +41,18 @@ export const stepResponse = z.object({
   serviceName: z.string().nullable(),
   tags: z.array(z.string()),
   usage: z
-    .object({ inputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number(), cacheWrite1hTokens: z.number(), outputTokens: z.number(), reasoningTokens: z.number(), totalTokens: z.number() })
-    .describe('inputTokens includes cacheReadTokens and cacheWriteTokens; cacheWriteTokens includes cacheWrite1hTokens (1-hour cache writes); outputTokens includes reasoningTokens'),
+    .object({
+      inputTokens: z.number(),
+      cacheReadTokens: z.number(),
+      cacheWriteTokens: z.number(),
+      cacheWrite1hTokens: z.number(),
+      outputTokens: z.number(),
+      reasoningTokens: z.number(),
+      totalTokens: z.number(),
+    })
+    .describe(
+      'inputTokens includes cacheReadTokens and cacheWriteTokens; cacheWriteTokens includes cacheWrite1hTokens (1-hour cache writes); outputTokens includes reasoningTokens',
+    ),
   durationMs: z.number().nullable(),
   finishReason: z.string().nullable(),
   stepIndex: z.number().nullable(),
@@ -48,7 +70,16 @@ export const stepsResponse = z.object({
 });
 
 export const latencyResponse = z.object({
-  models: z.array(z.object({ provider: z.string().nullable(), model: z.string().nullable(), steps: z.number().describe('Steps that reported durationMs'), p50: z.number(), p95: z.number(), max: z.number() })),
+  models: z.array(
+    z.object({
+      provider: z.string().nullable(),
+      model: z.string().nullable(),
+      steps: z.number().describe('Steps that reported durationMs'),
+      p50: z.number(),
+      p95: z.number(),
+      max: z.number(),
+    }),
+  ),
 });
 
 export const runResponse = z.object({
@@ -66,7 +97,15 @@ export const runResponse = z.object({
         violations: z.array(z.unknown()).optional(),
         warnings: z.array(z.unknown()).optional(),
         reservation: z
-          .object({ id: z.string(), cost: money, costUnit: z.string().nullable(), inputTokens: z.number(), outputTokens: z.number(), scopeKeys: z.array(z.string()), expiresAt: z.string() })
+          .object({
+            id: z.string(),
+            cost: money,
+            costUnit: z.string().nullable(),
+            inputTokens: z.number(),
+            outputTokens: z.number(),
+            scopeKeys: z.array(z.string()),
+            expiresAt: z.string(),
+          })
           .optional(),
       }),
     )

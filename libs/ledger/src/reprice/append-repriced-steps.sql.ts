@@ -20,7 +20,9 @@ const RECORD_COLUMNS = `event_id text, step_position bigint, occurred_at timesta
 const COPIED = `trace_id, span_id, run_id, thread_id, resource_id, user_id, organization_id, session_id, entity_type, entity_name,
   provider, model, environment, service_name, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
   reasoning_tokens, audio_input_tokens, image_input_tokens, duration_ms, finish_reason, step_index, labels, tags`;
-const COPIED_FROM_STEP = COPIED.split(',').map((c) => `s.${c.trim()}`).join(', ');
+const COPIED_FROM_STEP = COPIED.split(',')
+  .map((c) => `s.${c.trim()}`)
+  .join(', ');
 
 function toRecord(c: CorrectionRow) {
   return {
@@ -54,7 +56,11 @@ function toRecord(c: CorrectionRow) {
  *   order, like insertStepEvents, so a reprice and an ingest never deadlock.
  * Returns the appended corrections' positions by event id.
  */
-export async function appendRepricedSteps(tx: Sql, projectId: string, corrections: readonly CorrectionRow[]): Promise<Map<string, string>> {
+export async function appendRepricedSteps(
+  tx: Sql,
+  projectId: string,
+  corrections: readonly CorrectionRow[],
+): Promise<Map<string, string>> {
   if (corrections.length === 0) return new Map();
   const rows = await tx.query<{ event_id: string; position: string }>(
     `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})),

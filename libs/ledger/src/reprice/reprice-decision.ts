@@ -3,9 +3,17 @@ import { priceStep, type PricedCost, type PriceOverrideRate } from '../pricing/p
 import type { CorrectionRow } from './append-repriced-steps.sql';
 import type { StepWithCost } from './step-costs.sql';
 
-export type RepriceDecision = { kind: 'provider_reported' } | { kind: 'unchanged' } | { kind: 'changed'; correction: CorrectionRow };
+export type RepriceDecision =
+  { kind: 'provider_reported' } | { kind: 'unchanged' } | { kind: 'changed'; correction: CorrectionRow };
 
-export const UNPRICED: StepCost = { costMicros: null, inputCostMicros: null, outputCostMicros: null, costUnit: null, priceId: null, source: null };
+export const UNPRICED: StepCost = {
+  costMicros: null,
+  inputCostMicros: null,
+  outputCostMicros: null,
+  costUnit: null,
+  priceId: null,
+  source: null,
+};
 
 /** A price as a step's cost record. */
 export function stepCostOf(cost: PricedCost): StepCost {
@@ -33,7 +41,11 @@ const latestOf = (step: StepWithCost): StepCost =>
       };
 
 const sameCost = (a: StepCost, b: StepCost) =>
-  a.costMicros === b.costMicros && a.inputCostMicros === b.inputCostMicros && a.outputCostMicros === b.outputCostMicros && a.costUnit === b.costUnit && a.priceId === b.priceId;
+  a.costMicros === b.costMicros &&
+  a.inputCostMicros === b.inputCostMicros &&
+  a.outputCostMicros === b.outputCostMicros &&
+  a.costUnit === b.costUnit &&
+  a.priceId === b.priceId;
 
 /**
  * Prices a stored step again with the prices in force at its occurredAt (the project's overrides,
@@ -42,13 +54,23 @@ const sameCost = (a: StepCost, b: StepCost) =>
  */
 export function decideReprice(step: StepWithCost, overrides: readonly PriceOverrideRate[]): RepriceDecision {
   if (step.providerReported) return { kind: 'provider_reported' };
-  const next = stepCostOf(priceStep({ provider: step.provider, model: step.model, usage: step.usage }, step.occurredAt, overrides));
+  const next = stepCostOf(
+    priceStep({ provider: step.provider, model: step.model, usage: step.usage }, step.occurredAt, overrides),
+  );
   const old = latestOf(step);
   if (sameCost(old, next)) return { kind: 'unchanged' };
   const sequence = step.sequence + 1;
   return {
     kind: 'changed',
-    correction: { eventId: systemEventId('reprice', step.eventId, String(sequence)), stepEventId: step.eventId, stepPosition: step.position, occurredAt: step.occurredAt, sequence, old, new: next },
+    correction: {
+      eventId: systemEventId('reprice', step.eventId, String(sequence)),
+      stepEventId: step.eventId,
+      stepPosition: step.position,
+      occurredAt: step.occurredAt,
+      sequence,
+      old,
+      new: next,
+    },
   };
 }
 
@@ -77,7 +99,15 @@ export interface RepriceSummary {
 
 /** Adds up a reprice's batches (pure). */
 export class RepriceTally {
-  private readonly counts = { scanned: 0, repriced: 0, unchanged: 0, providerReported: 0, newlyPriced: 0, newlyUnpriced: 0, batches: 0 };
+  private readonly counts = {
+    scanned: 0,
+    repriced: 0,
+    unchanged: 0,
+    providerReported: 0,
+    newlyPriced: 0,
+    newlyUnpriced: 0,
+    batches: 0,
+  };
   private readonly delta = new Map<string, number>();
 
   constructor(private readonly request: { dryRun: boolean; from: Date; to: Date; provider?: string; model?: string }) {}
@@ -95,8 +125,10 @@ export class RepriceTally {
         this.counts.repriced += 1;
         if (old.costMicros === null && next.costMicros !== null) this.counts.newlyPriced += 1;
         if (old.costMicros !== null && next.costMicros === null) this.counts.newlyUnpriced += 1;
-        if (old.costMicros !== null) this.delta.set(old.costUnit!, (this.delta.get(old.costUnit!) ?? 0) - old.costMicros);
-        if (next.costMicros !== null) this.delta.set(next.costUnit!, (this.delta.get(next.costUnit!) ?? 0) + next.costMicros);
+        if (old.costMicros !== null)
+          this.delta.set(old.costUnit!, (this.delta.get(old.costUnit!) ?? 0) - old.costMicros);
+        if (next.costMicros !== null)
+          this.delta.set(next.costUnit!, (this.delta.get(next.costUnit!) ?? 0) + next.costMicros);
       }
     }
   }
@@ -104,7 +136,16 @@ export class RepriceTally {
   summary(): RepriceSummary {
     const r = this.request;
     const deltaByUnit: RepriceSummary['deltaByUnit'] = {};
-    for (const [unit, micros] of [...this.delta].sort(([a], [b]) => (a < b ? -1 : 1))) if (micros !== 0) deltaByUnit[unit] = { costMicros: micros, cost: micros / 1e6 };
-    return { dryRun: r.dryRun, from: r.from.toISOString(), to: r.to.toISOString(), provider: r.provider ?? null, model: r.model ?? null, ...this.counts, deltaByUnit };
+    for (const [unit, micros] of [...this.delta].sort(([a], [b]) => (a < b ? -1 : 1)))
+      if (micros !== 0) deltaByUnit[unit] = { costMicros: micros, cost: micros / 1e6 };
+    return {
+      dryRun: r.dryRun,
+      from: r.from.toISOString(),
+      to: r.to.toISOString(),
+      provider: r.provider ?? null,
+      model: r.model ?? null,
+      ...this.counts,
+      deltaByUnit,
+    };
   }
 }

@@ -13,7 +13,8 @@ export class RepriceController {
   @HttpCode(200)
   @RequireScope('admin')
   @Documented({
-    summary: 'Recompute the cost of stored steps in a time range with the prices in force at each step, appending a StepRepriced correction per changed step',
+    summary:
+      'Recompute the cost of stored steps in a time range with the prices in force at each step, appending a StepRepriced correction per changed step',
     tag: 'prices',
     auth: 'admin',
     body: repriceSchema,

@@ -83,10 +83,16 @@ export class Repricer {
         // A correction can take a budget across an alert threshold: decided in this transaction.
         const moved = await repricedContributions(tx, projectId, corrections);
         let appended = new Set<string>();
-        await this.alerts.decideIn(tx, projectId, settings, [...new Set(moved.flatMap((m) => m.scopeKeys))], async () => {
-          appended = new Set((await appendRepricedSteps(tx, projectId, corrections)).keys());
-          return moved.filter((m) => appended.has(m.correctionId!));
-        });
+        await this.alerts.decideIn(
+          tx,
+          projectId,
+          settings,
+          [...new Set(moved.flatMap((m) => m.scopeKeys))],
+          async () => {
+            appended = new Set((await appendRepricedSteps(tx, projectId, corrections)).keys());
+            return moved.filter((m) => appended.has(m.correctionId!));
+          },
+        );
         return { read: steps, decisions, appended };
       }, BATCH_TIMEOUT_MS);
       tally.add(decisions, appended);

@@ -86,7 +86,13 @@ const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
  * The next `limit` steps of a range after `after` (occurredAt, position), in that order, each with
  * its latest cost — keyset pagination, so a reprice's batches read every step of the range once.
  */
-export async function readRepriceBatch(db: Sql, projectId: string, range: StepRange, after: { occurredAt: Date; position: string } | null, limit: number): Promise<StepWithCost[]> {
+export async function readRepriceBatch(
+  db: Sql,
+  projectId: string,
+  range: StepRange,
+  after: { occurredAt: Date; position: string } | null,
+  limit: number,
+): Promise<StepWithCost[]> {
   const rows = await db.query<Record<string, unknown>>(
     BATCH_SQL,
     projectId,
@@ -130,7 +136,14 @@ export async function readRepriceBatch(db: Sql, projectId: string, range: StepRa
 
 /** How many steps a range holds (a reprice's progress total). */
 export async function countRangeSteps(db: Sql, projectId: string, range: StepRange): Promise<number> {
-  const [row] = await db.query<{ n: string }>(`SELECT count(*) AS n FROM events s WHERE ${FILTERS(4)}`, projectId, range.from, range.to, range.provider ?? null, range.model ?? null);
+  const [row] = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM events s WHERE ${FILTERS(4)}`,
+    projectId,
+    range.from,
+    range.to,
+    range.provider ?? null,
+    range.model ?? null,
+  );
   return Number(row.n);
 }
 
@@ -161,7 +174,11 @@ export async function stepsPricedOtherwise(
 }
 
 /** The occurredAt of the project's earliest step of a model that is still unpriced, since `since`. */
-export async function earliestUnpricedStep(db: Sql, projectId: string, q: { provider: string; model: string; since: Date }): Promise<Date | null> {
+export async function earliestUnpricedStep(
+  db: Sql,
+  projectId: string,
+  q: { provider: string; model: string; since: Date },
+): Promise<Date | null> {
   const [row] = await db.query<{ at: Date | null }>(
     `SELECT s.occurred_at AS at
        FROM events s ${LATEST_COST_SQL}

@@ -11,7 +11,12 @@ export interface ExceededReservation {
 }
 
 /** The newest `ReservationExceeded` events of a project, optionally of one scope. */
-export async function readExceededReservations(db: Sql, projectId: string, scopeKey: string | undefined, limit: number): Promise<ExceededReservation[]> {
+export async function readExceededReservations(
+  db: Sql,
+  projectId: string,
+  scopeKey: string | undefined,
+  limit: number,
+): Promise<ExceededReservation[]> {
   const rows = await db.query<{ reservation_id: string; occurred_at: Date; data: any }>(
     `SELECT reservation_id, occurred_at, data FROM events
       WHERE project_id = $1 AND type = 'ReservationExceeded' AND ($2::text IS NULL OR data->'scopeKeys' ? $2::text)
@@ -26,7 +31,17 @@ export async function readExceededReservations(db: Sql, projectId: string, scope
     stepEventId: r.data.stepEventId,
     occurredAt: r.occurred_at.toISOString(),
     scopeKeys: r.data.scopeKeys,
-    reserved: { cost: money(r.data.reserved.costMicros) ?? 0, costUnit: r.data.reserved.costUnit, inputTokens: Number(r.data.reserved.inputTokens), outputTokens: Number(r.data.reserved.outputTokens) },
-    actual: { cost: money(r.data.actual.costMicros), costUnit: r.data.actual.costUnit, inputTokens: Number(r.data.actual.inputTokens), outputTokens: Number(r.data.actual.outputTokens) },
+    reserved: {
+      cost: money(r.data.reserved.costMicros) ?? 0,
+      costUnit: r.data.reserved.costUnit,
+      inputTokens: Number(r.data.reserved.inputTokens),
+      outputTokens: Number(r.data.reserved.outputTokens),
+    },
+    actual: {
+      cost: money(r.data.actual.costMicros),
+      costUnit: r.data.actual.costUnit,
+      inputTokens: Number(r.data.actual.inputTokens),
+      outputTokens: Number(r.data.actual.outputTokens),
+    },
   }));
 }

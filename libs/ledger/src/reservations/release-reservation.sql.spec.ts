@@ -37,7 +37,11 @@ describe('reservation statements (real PostgreSQL)', () => {
       `SELECT event_id, reservation_id, data FROM events WHERE project_id = $1 AND type = 'ReservationReleased' ORDER BY event_id`,
       project,
     );
-  const holds = (project: string) => prisma.sql.query<{ scope_key: string; reservation_id: string }>('SELECT scope_key, reservation_id FROM reservation_holds WHERE project_id = $1 ORDER BY scope_key, reservation_id', project);
+  const holds = (project: string) =>
+    prisma.sql.query<{ scope_key: string; reservation_id: string }>(
+      'SELECT scope_key, reservation_id FROM reservation_holds WHERE project_id = $1 ORDER BY scope_key, reservation_id',
+      project,
+    );
   const inAMinute = () => new Date(Date.now() + 60_000);
   // Reservation ids are unique across projects: each test names its own.
   let rsv: (name: string) => string;
@@ -50,15 +54,29 @@ describe('reservation statements (real PostgreSQL)', () => {
     const project = `p-${randomUUID()}`;
     await reserve(project, rsv('a'), inAMinute());
     await reserve(project, rsv('b'), inAMinute());
-    expect(await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'released')).toEqual([{ id: rsv('a'), project_id: project }]);
-    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({ id: rsv('a'), status: 'released', closedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
-    expect(await readReservation(prisma.sql, project, rsv('b'))).toEqual({ id: rsv('b'), status: 'open', closedAt: null });
+    expect(await closeReservations(prisma.sql, { projectId: project, id: rsv('a') }, 'released')).toEqual([
+      { id: rsv('a'), project_id: project },
+    ]);
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({
+      id: rsv('a'),
+      status: 'released',
+      closedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(await readReservation(prisma.sql, project, rsv('b'))).toEqual({
+      id: rsv('b'),
+      status: 'open',
+      closedAt: null,
+    });
     expect(await holds(project)).toEqual([
       { scope_key: 'resource:r1', reservation_id: rsv('b') },
       { scope_key: 'user:u1', reservation_id: rsv('b') },
     ]);
     expect(await released(project)).toEqual([
-      { event_id: `tg:reservation:${rsv('a')}:released`, reservation_id: rsv('a'), data: { reason: 'released', costMicros: 4500, inputTokens: 1000, outputTokens: 200 } },
+      {
+        event_id: `tg:reservation:${rsv('a')}:released`,
+        reservation_id: rsv('a'),
+        data: { reason: 'released', costMicros: 4500, inputTokens: 1000, outputTokens: 200 },
+      },
     ]);
   });
 
@@ -76,7 +94,9 @@ describe('reservation statements (real PostgreSQL)', () => {
   it('releases only within its project', async () => {
     const project = `p-${randomUUID()}`;
     await reserve(project, rsv('a'), inAMinute());
-    expect(await closeReservations(prisma.sql, { projectId: `p-${randomUUID()}`, id: rsv('a') }, 'released')).toEqual([]);
+    expect(await closeReservations(prisma.sql, { projectId: `p-${randomUUID()}`, id: rsv('a') }, 'released')).toEqual(
+      [],
+    );
     expect(await readReservation(prisma.sql, project, rsv('a'))).toMatchObject({ status: 'open' });
   });
 
@@ -87,7 +107,11 @@ describe('reservation statements (real PostgreSQL)', () => {
     await reserve(p2, rsv('old2'), new Date(t - 1000));
     await reserve(p1, rsv('new'), new Date(t + 60_000));
     const lapsed = await closeReservations(prisma.sql, { expiredBefore: new Date(t) }, 'lapsed');
-    expect(lapsed.filter((r) => r.project_id === p1 || r.project_id === p2).sort((a, b) => a.project_id.localeCompare(b.project_id))).toEqual(
+    expect(
+      lapsed
+        .filter((r) => r.project_id === p1 || r.project_id === p2)
+        .sort((a, b) => a.project_id.localeCompare(b.project_id)),
+    ).toEqual(
       [
         { id: rsv('old'), project_id: p1 },
         { id: rsv('old2'), project_id: p2 },
@@ -95,7 +119,9 @@ describe('reservation statements (real PostgreSQL)', () => {
     );
     expect(await readReservation(prisma.sql, p1, rsv('old'))).toMatchObject({ status: 'lapsed' });
     expect(await readReservation(prisma.sql, p1, rsv('new'))).toMatchObject({ status: 'open' });
-    expect((await released(p2)).map((e) => e.data)).toEqual([{ reason: 'lapsed', costMicros: 4500, inputTokens: 1000, outputTokens: 200 }]);
+    expect((await released(p2)).map((e) => e.data)).toEqual([
+      { reason: 'lapsed', costMicros: 4500, inputTokens: 1000, outputTokens: 200 },
+    ]);
     expect(await holds(p1)).toEqual([
       { scope_key: 'resource:r1', reservation_id: rsv('new') },
       { scope_key: 'user:u1', reservation_id: rsv('new') },
@@ -105,7 +131,11 @@ describe('reservation statements (real PostgreSQL)', () => {
   it('reads an open reservation past its expiry as lapsed before the sweeper ran; an unknown one as null', async () => {
     const project = `p-${randomUUID()}`;
     await reserve(project, rsv('a'), new Date(Date.now() - 1));
-    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({ id: rsv('a'), status: 'lapsed', closedAt: null });
+    expect(await readReservation(prisma.sql, project, rsv('a'))).toEqual({
+      id: rsv('a'),
+      status: 'lapsed',
+      closedAt: null,
+    });
     expect(await readReservation(prisma.sql, project, rsv('none'))).toBeNull();
   });
 

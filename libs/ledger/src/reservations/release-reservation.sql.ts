@@ -10,7 +10,11 @@ export interface ClosedReservation {
  * Closes open reservations (`released` by a caller, `lapsed` at expiry) and logs one
  * `ReservationReleased` event each, in one statement. Closing twice changes nothing.
  */
-export async function closeReservations(db: Sql, where: { projectId: string; id: string } | { expiredBefore: Date }, status: 'released' | 'lapsed'): Promise<{ id: string; project_id: string }[]> {
+export async function closeReservations(
+  db: Sql,
+  where: { projectId: string; id: string } | { expiredBefore: Date },
+  status: 'released' | 'lapsed',
+): Promise<{ id: string; project_id: string }[]> {
   const filter = 'id' in where ? 'project_id = $2 AND id = $3' : 'expires_at <= $2';
   const params = 'id' in where ? [where.projectId, where.id] : [where.expiredBefore];
   return db.query<{ id: string; project_id: string }>(
@@ -44,11 +48,12 @@ export async function closeReservations(db: Sql, where: { projectId: string; id:
 }
 
 export async function readReservation(db: Sql, projectId: string, id: string): Promise<ClosedReservation | null> {
-  const [row] = await db.query<{ id: string; status: ClosedReservation['status']; closed_at: Date | null; expires_at: Date }>(
-    'SELECT id, status, closed_at, expires_at FROM reservations WHERE project_id = $1 AND id = $2',
-    projectId,
-    id,
-  );
+  const [row] = await db.query<{
+    id: string;
+    status: ClosedReservation['status'];
+    closed_at: Date | null;
+    expires_at: Date;
+  }>('SELECT id, status, closed_at, expires_at FROM reservations WHERE project_id = $1 AND id = $2', projectId, id);
   if (!row) return null;
   // An open reservation past its expiry no longer holds budget, whether or not the sweeper ran.
   const status = row.status === 'open' && row.expires_at.getTime() <= Date.now() ? 'lapsed' : row.status;
@@ -56,8 +61,16 @@ export async function readReservation(db: Sql, projectId: string, id: string): P
 }
 
 /** The scope ids each named reservation was made for (a settling step event must carry them). */
-export async function readReservationContexts(db: Sql, projectId: string, ids: readonly string[]): Promise<Map<string, string[]>> {
+export async function readReservationContexts(
+  db: Sql,
+  projectId: string,
+  ids: readonly string[],
+): Promise<Map<string, string[]>> {
   if (!ids.length) return new Map();
-  const rows = await db.query<{ id: string; context_keys: string[] }>('SELECT id, context_keys FROM reservations WHERE project_id = $1 AND id = ANY($2::text[])', projectId, ids);
+  const rows = await db.query<{ id: string; context_keys: string[] }>(
+    'SELECT id, context_keys FROM reservations WHERE project_id = $1 AND id = ANY($2::text[])',
+    projectId,
+    ids,
+  );
   return new Map(rows.map((r) => [r.id, r.context_keys]));
 }

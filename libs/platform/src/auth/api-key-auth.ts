@@ -24,7 +24,12 @@ export function bearer(req: FastifyRequest): string | null {
 
 /** 429 for a client past its allowance of failed authentications. */
 export function tooManyFailures(waitMs: number): AppError {
-  return new AppError('rate_limited', 'Too many failed authentication attempts; retry after the Retry-After header', 'authorization', Math.max(1, Math.ceil(waitMs / 1000)));
+  return new AppError(
+    'rate_limited',
+    'Too many failed authentication attempts; retry after the Retry-After header',
+    'authorization',
+    Math.max(1, Math.ceil(waitMs / 1000)),
+  );
 }
 
 /**
@@ -49,7 +54,10 @@ export class ApiKeyAuth {
     const parsed = parseKey(token);
     const row = parsed
       ? await this.caches.keys.get(parsed.id, async () => {
-          const [found] = await this.prisma.sql.query<KeyRow>('SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1', parsed.id);
+          const [found] = await this.prisma.sql.query<KeyRow>(
+            'SELECT project_id, secret_hash, scopes, revoked_at FROM api_keys WHERE id = $1',
+            parsed.id,
+          );
           return found ?? null;
         })
       : null;

@@ -27,10 +27,15 @@ describe('secret comparison', () => {
     const crypto = jest.requireActual<typeof import('node:crypto')>('node:crypto');
     const calls: [number, number][] = [];
     jest.isolateModules(() => {
-      jest.doMock('node:crypto', () => ({ ...crypto, timingSafeEqual: (x: Buffer, y: Buffer) => (calls.push([x.length, y.length]), crypto.timingSafeEqual(x, y)) }));
+      jest.doMock('node:crypto', () => ({
+        ...crypto,
+        timingSafeEqual: (x: Buffer, y: Buffer) => (calls.push([x.length, y.length]), crypto.timingSafeEqual(x, y)),
+      }));
       const { hashSecret: hash, secretMatches: matches } = require('./api-key') as typeof import('./api-key');
       const stored = hash('s'.repeat(43));
-      const results = ['s'.repeat(43), 't'.repeat(43), 's', '', 'x'.repeat(10_000)].map((presented) => matches(presented, stored));
+      const results = ['s'.repeat(43), 't'.repeat(43), 's', '', 'x'.repeat(10_000)].map((presented) =>
+        matches(presented, stored),
+      );
       expect(results).toEqual([true, false, false, false, false]);
     });
     expect(calls).toEqual(Array.from({ length: 5 }, () => [32, 32]));

@@ -53,7 +53,10 @@ export class AuthFailureThrottle {
     private readonly client: RedisClient,
   ) {
     const v = config.values;
-    this.perAddress = { intervalMs: v.AUTH_FAILURE_WINDOW_MS / v.AUTH_FAILURES_PER_ADDRESS, burst: v.AUTH_FAILURES_PER_ADDRESS };
+    this.perAddress = {
+      intervalMs: v.AUTH_FAILURE_WINDOW_MS / v.AUTH_FAILURES_PER_ADDRESS,
+      burst: v.AUTH_FAILURES_PER_ADDRESS,
+    };
     this.perKey = { intervalMs: v.AUTH_FAILURE_WINDOW_MS / v.AUTH_FAILURES_PER_KEY, burst: v.AUTH_FAILURES_PER_KEY };
     this.prefix = `${v.QUEUE_PREFIX}:authfail:`;
     // Only failing requests wait on this, so it may take longer than the request limiter's.
@@ -87,14 +90,25 @@ export class AuthFailureThrottle {
     const redis = this.client.redis;
     // Known to be down: this process's counts at once, until the connection is ready again.
     if (this.degraded && redis.status !== 'ready') return this.local.attempt(buckets, Date.now(), record);
-    const args = [buckets.length, ...buckets.map((b) => b.key), record ? 1 : 0, ...buckets.flatMap((b) => [b.intervalMs, b.burst])];
+    const args = [
+      buckets.length,
+      ...buckets.map((b) => b.key),
+      record ? 1 : 0,
+      ...buckets.flatMap((b) => [b.intervalMs, b.burst]),
+    ];
     let timer: NodeJS.Timeout | undefined;
     let onReady: (() => void) | undefined;
     try {
-      const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)));
+      const timeout = new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)),
+      );
       // Commands fail at once while the connection is (re)established (no offline queue): wait for it within the budget.
-      const ready = redis.status === 'ready' ? undefined : new Promise<void>((resolve) => redis.once('ready', (onReady = resolve)));
-      const call = ready ? ready.then(() => (redis as unknown as WithAttempt).tollgateAuthFailures(...args)) : (redis as unknown as WithAttempt).tollgateAuthFailures(...args);
+      const ready =
+        redis.status === 'ready' ? undefined : new Promise<void>((resolve) => redis.once('ready', (onReady = resolve)));
+      const call = ready
+        ? ready.then(() => (redis as unknown as WithAttempt).tollgateAuthFailures(...args))
+        : (redis as unknown as WithAttempt).tollgateAuthFailures(...args);
       const wait = Number(await Promise.race([call, timeout]));
       if (this.degraded) {
         this.degraded = false;
@@ -113,6 +127,8 @@ export class AuthFailureThrottle {
   private degrade(err: unknown): void {
     if (this.degraded) return;
     this.degraded = true;
-    this.logger.warn(`Failed authentications are counted in this process only (Redis: ${err instanceof Error ? err.message : String(err)})`);
+    this.logger.warn(
+      `Failed authentications are counted in this process only (Redis: ${err instanceof Error ? err.message : String(err)})`,
+    );
   }
 }

@@ -42,7 +42,8 @@ export class AuthGuard implements CanActivate {
       const token = bearer(req);
       if (!token) throw new AppError('unauthorized', 'Missing Authorization: Bearer <key> header', 'authorization');
       const expected = this.config.values.TOLLGATE_ADMIN_TOKEN;
-      if (!expected) throw new AppError('forbidden', 'Admin routes are disabled: set TOLLGATE_ADMIN_TOKEN to enable them');
+      if (!expected)
+        throw new AppError('forbidden', 'Admin routes are disabled: set TOLLGATE_ADMIN_TOKEN to enable them');
       // The operator chose this token, so it may be guessable: a throttled address's guesses are not even compared.
       const wait = await this.failures.throttled(req.ip);
       if (wait > 0) throw tooManyFailures(wait);
@@ -52,11 +53,19 @@ export class AuthGuard implements CanActivate {
 
     const principal = await this.keys.authenticate(req);
     if (!scopes!.some((s) => principal.scopes.includes(s))) {
-      throw new AppError('forbidden', `This key lacks the ${scopes!.map((s) => `'${s}'`).join(' or ')} scope (it has: ${principal.scopes.join(', ') || 'none'})`);
+      throw new AppError(
+        'forbidden',
+        `This key lacks the ${scopes!.map((s) => `'${s}'`).join(' or ')} scope (it has: ${principal.scopes.join(', ') || 'none'})`,
+      );
     }
     const waitMs = await this.limiter.take(principal.keyId);
     if (waitMs > 0) {
-      throw new AppError('rate_limited', `This key made more than ${this.config.values.RATE_LIMIT_PER_KEY_PER_SECOND} requests per second; retry after the Retry-After header`, undefined, Math.ceil(waitMs / 1000));
+      throw new AppError(
+        'rate_limited',
+        `This key made more than ${this.config.values.RATE_LIMIT_PER_KEY_PER_SECOND} requests per second; retry after the Retry-After header`,
+        undefined,
+        Math.ceil(waitMs / 1000),
+      );
     }
     return true;
   }

@@ -29,7 +29,9 @@ describe('LocalFailureCounts (the throttle when Redis cannot be asked)', () => {
     expect(counts.attempt([address, key], 0, true)).toBe(0);
     expect(counts.attempt([address, key], 0, true)).toBe(30_000);
     // The address has 2 failures, not 3: 28 more fit.
-    expect(Array.from({ length: 29 }, () => counts.attempt([address], 0, true)).filter((w) => w === 0)).toHaveLength(28);
+    expect(Array.from({ length: 29 }, () => counts.attempt([address], 0, true)).filter((w) => w === 0)).toHaveLength(
+      28,
+    );
   });
 
   it('peeks without counting', () => {

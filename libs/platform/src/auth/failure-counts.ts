@@ -66,5 +66,8 @@ export function addressBucket(ip: string): string {
   const right = ip.includes('::') && tail ? tail.split(':') : [];
   // An embedded IPv4 tail only ever falls in the low 64 bits.
   const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -33,7 +33,10 @@ export class HealthController implements OnModuleDestroy {
     const [postgres, redis] = await Promise.all([this.postgres.check(1000), redisAnswers(this.redis.redis, 1000)]);
     const ok = postgres && redis;
     void reply.status(ok ? 200 : 503);
-    return { status: ok ? 'ok' : 'unavailable', checks: { postgres: postgres ? 'ok' : 'down', redis: redis ? 'ok' : 'down' } };
+    return {
+      status: ok ? 'ok' : 'unavailable',
+      checks: { postgres: postgres ? 'ok' : 'down', redis: redis ? 'ok' : 'down' },
+    };
   }
 
   async onModuleDestroy(): Promise<void> {

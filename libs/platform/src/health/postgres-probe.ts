@@ -44,7 +44,11 @@ export class PostgresProbe {
 
   private connect(): Promise<Client> {
     if (this.connected) return this.connected;
-    const client = new Client({ connectionString: this.url, application_name: 'tollgate-readiness', connectionTimeoutMillis: 5000 });
+    const client = new Client({
+      connectionString: this.url,
+      application_name: 'tollgate-readiness',
+      connectionTimeoutMillis: 5000,
+    });
     // A restart of PostgreSQL kills the idle connection: forget it; the next probe reconnects.
     client.on('error', () => this.client === client && this.reset());
     this.client = client;

@@ -7,7 +7,10 @@ export async function redisAnswers(redis: IORedis | Cluster, timeoutMs: number):
   let onReady: (() => void) | undefined;
   try {
     // Commands fail at once while the connection is (re)established (no offline queue).
-    const ready = redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => redis.once('ready', (onReady = resolve)));
+    const ready =
+      redis.status === 'ready'
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => redis.once('ready', (onReady = resolve)));
     return (await Promise.race([ready.then(() => redis.ping()), expired])) === 'PONG';
   } catch {
     return false;

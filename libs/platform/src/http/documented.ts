@@ -23,7 +23,12 @@ export function Documented(doc: RouteDoc): MethodDecorator {
   };
 }
 
-const join = (...parts: string[]) => '/' + parts.map((p) => p.replace(/^\/|\/$/g, '')).filter(Boolean).join('/');
+const join = (...parts: string[]) =>
+  '/' +
+  parts
+    .map((p) => p.replace(/^\/|\/$/g, ''))
+    .filter(Boolean)
+    .join('/');
 
 /** An OpenAPI 3.1 document of every @Documented route. */
 export function buildOpenApi(info: { title: string; version: string }): Record<string, unknown> {
@@ -34,24 +39,72 @@ export function buildOpenApi(info: { title: string; version: string }): Record<s
     const sub = (Reflect.getMetadata(PATH_METADATA, fn) as string) ?? '';
     const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, fn) as number].toLowerCase();
     // The status the route answers with: its @HttpCode, else Nest's default (201 for a POST).
-    const status = String((Reflect.getMetadata(HTTP_CODE_METADATA, fn) as number | undefined) ?? (method === 'post' ? 201 : 200));
+    const status = String(
+      (Reflect.getMetadata(HTTP_CODE_METADATA, fn) as number | undefined) ?? (method === 'post' ? 201 : 200),
+    );
     const path = join(base, sub).replace(/:(\w+)/g, '{$1}');
-    const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-    const query = doc.query ? Object.entries((z.toJSONSchema(doc.query, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, unknown> }).properties ?? {}).map(([name, schema]) => ({ name, in: 'query', schema })) : [];
+    const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const query = doc.query
+      ? Object.entries(
+          (
+            z.toJSONSchema(doc.query, { io: 'input', unrepresentable: 'any' }) as {
+              properties?: Record<string, unknown>;
+            }
+          ).properties ?? {},
+        ).map(([name, schema]) => ({ name, in: 'query', schema }))
+      : [];
     paths[path] ??= {};
     paths[path][method] = {
       summary: doc.summary,
       tags: [doc.tag],
-      ...(doc.auth ? { security: [{ bearer: [] }], description: doc.auth === 'admin-token' ? 'Requires TOLLGATE_ADMIN_TOKEN.' : `Requires a project key with the \`${doc.auth}\` scope.` } : {}),
+      ...(doc.auth
+        ? {
+            security: [{ bearer: [] }],
+            description:
+              doc.auth === 'admin-token'
+                ? 'Requires TOLLGATE_ADMIN_TOKEN.'
+                : `Requires a project key with the \`${doc.auth}\` scope.`,
+          }
+        : {}),
       parameters: [...params, ...query],
-      ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(doc.body, { io: 'input', unrepresentable: 'any' }) } } } } : {}),
+      ...(doc.body
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': { schema: z.toJSONSchema(doc.body, { io: 'input', unrepresentable: 'any' }) },
+              },
+            },
+          }
+        : {}),
       responses: {
         [status]:
           status === '204'
             ? { description: doc.responseDescription ?? 'Done; no body' }
-            : { description: doc.responseDescription ?? 'OK', ...(doc.response ? { content: { 'application/json': { schema: z.toJSONSchema(doc.response, { io: 'output', unrepresentable: 'any' }) } } } : {}) },
+            : {
+                description: doc.responseDescription ?? 'OK',
+                ...(doc.response
+                  ? {
+                      content: {
+                        'application/json': {
+                          schema: z.toJSONSchema(doc.response, { io: 'output', unrepresentable: 'any' }),
+                        },
+                      },
+                    }
+                  : {}),
+              },
         '400': { description: 'Invalid request: the body names the field and the reason' },
-        ...(doc.auth ? { '401': { description: 'Missing, invalid or revoked key' }, '403': { description: 'The key lacks the scope' } } : {}),
+        ...(doc.auth
+          ? {
+              '401': { description: 'Missing, invalid or revoked key' },
+              '403': { description: 'The key lacks the scope' },
+            }
+          : {}),
       },
     };
   }

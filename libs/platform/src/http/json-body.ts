@@ -16,7 +16,10 @@ type Frame = { keys: Set<string> | null; path: PropertyKey[]; index: number };
  * on text JSON.parse has accepted, so it only tracks structure. Returns the problem with the
  * field path, or null.
  */
-export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH): { field: string; reason: string } | null {
+export function findJsonStructureProblem(
+  text: string,
+  maxDepth = MAX_JSON_DEPTH,
+): { field: string; reason: string } | null {
   const stack: Frame[] = [];
   let expectKey = false;
   let pendingKey: string | null = null;
@@ -46,8 +49,16 @@ export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH
         const top = stack[stack.length - 1];
         if (top.keys!.has(key)) return { field: fieldPath([...top.path, key]), reason: 'is given twice in one object' };
         // What Fastify's parser refuses as prototype poisoning, named (it only says "not valid JSON").
-        if (key === '__proto__') return { field: fieldPath([...top.path, key]), reason: 'is not accepted as a key (it names an object prototype)' };
-        if (key === 'prototype' && top.path[top.path.length - 1] === 'constructor') return { field: fieldPath([...top.path, key]), reason: 'is not accepted as a key of constructor (it names an object prototype)' };
+        if (key === '__proto__')
+          return {
+            field: fieldPath([...top.path, key]),
+            reason: 'is not accepted as a key (it names an object prototype)',
+          };
+        if (key === 'prototype' && top.path[top.path.length - 1] === 'constructor')
+          return {
+            field: fieldPath([...top.path, key]),
+            reason: 'is not accepted as a key of constructor (it names an object prototype)',
+          };
         top.keys!.add(key);
         pendingKey = key;
         expectKey = false;
@@ -57,7 +68,8 @@ export function findJsonStructureProblem(text: string, maxDepth = MAX_JSON_DEPTH
     }
     if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       const path = childPath();
-      if (stack.length + 1 > maxDepth) return { field: fieldPath(path), reason: `nests deeper than ${maxDepth} levels` };
+      if (stack.length + 1 > maxDepth)
+        return { field: fieldPath(path), reason: `nests deeper than ${maxDepth} levels` };
       stack.push({ keys: c === 0x7b ? new Set() : null, path, index: 0 });
       expectKey = c === 0x7b;
       continue;

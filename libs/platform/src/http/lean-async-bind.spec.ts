@@ -19,10 +19,16 @@ describe('useLeanAsyncResourceBind', () => {
     });
     expect(viaCall.call(receiver, 3, 4)).toBe(14);
     // bind(fn, thisArg) is Node's documented signature; @types/node declares only bind(fn).
-    const bindWithThis = resource.bind.bind(resource) as unknown as (fn: (this: { n: number }) => number, thisArg: { n: number }) => (this: unknown) => number;
-    const fixed = bindWithThis(function (this: { n: number }) {
-      return this.n;
-    }, { n: 7 });
+    const bindWithThis = resource.bind.bind(resource) as unknown as (
+      fn: (this: { n: number }) => number,
+      thisArg: { n: number },
+    ) => (this: unknown) => number;
+    const fixed = bindWithThis(
+      function (this: { n: number }) {
+        return this.n;
+      },
+      { n: 7 },
+    );
     expect(fixed.call(receiver)).toBe(7);
   });
 

@@ -16,7 +16,11 @@ export function useLeanAsyncResourceBind(): void {
   installed = true;
   const probe = new AsyncResource('tollgate-probe').bind(() => undefined);
   if (!Object.getOwnPropertyDescriptor(probe, 'asyncResource')) return;
-  AsyncResource.prototype.bind = function bind<Func extends (...args: any[]) => any>(this: AsyncResource, fn: Func, thisArg?: ThisParameterType<Func>) {
+  AsyncResource.prototype.bind = function bind<Func extends (...args: any[]) => any>(
+    this: AsyncResource,
+    fn: Func,
+    thisArg?: ThisParameterType<Func>,
+  ) {
     if (typeof fn !== 'function') throw new TypeError('The "fn" argument must be of type function');
     const resource = this;
     return function bound(this: unknown, ...args: unknown[]) {

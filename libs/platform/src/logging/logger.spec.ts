@@ -8,7 +8,15 @@ function capture(level: Parameters<typeof createLogger>[0] = 'log') {
   let text = '';
   out.on('data', (d) => (text += String(d)));
   const logger = createLogger(level, { destination: out });
-  return { logger, lines: () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>), raw: () => text };
+  return {
+    logger,
+    lines: () =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    raw: () => text,
+  };
 }
 
 describe('the log shape', () => {
@@ -17,7 +25,14 @@ describe('the log shape', () => {
     logger.log({ msg: 'request', method: 'GET', status: 404 }, 'http');
     logger.warn('plain text', 'queues');
     const [a, b] = lines();
-    expect(a).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), level: 'info', context: 'http', method: 'GET', status: 404, msg: 'request' });
+    expect(a).toEqual({
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      level: 'info',
+      context: 'http',
+      method: 'GET',
+      status: 404,
+      msg: 'request',
+    });
     expect(b).toEqual({ time: expect.any(String), level: 'warn', context: 'queues', msg: 'plain text' });
   });
 
@@ -28,8 +43,18 @@ describe('the log shape', () => {
     logger.error('Nest style', err.stack, 'ExceptionsHandler');
     expect(raw().split('\n').filter(Boolean)).toHaveLength(2);
     const [a, b] = lines();
-    expect(a).toMatchObject({ level: 'error', msg: 'unexpected error', context: 'http', err: { type: 'Error', message: 'boom', stack: expect.stringContaining('logger.spec') } });
-    expect(b).toMatchObject({ level: 'error', msg: 'Nest style', context: 'ExceptionsHandler', err: { stack: err.stack } });
+    expect(a).toMatchObject({
+      level: 'error',
+      msg: 'unexpected error',
+      context: 'http',
+      err: { type: 'Error', message: 'boom', stack: expect.stringContaining('logger.spec') },
+    });
+    expect(b).toMatchObject({
+      level: 'error',
+      msg: 'Nest style',
+      context: 'ExceptionsHandler',
+      err: { stack: err.stack },
+    });
   });
 
   it("writes Nest's per-module and per-route start-up lines at debug only", () => {
@@ -40,7 +65,9 @@ describe('the log shape', () => {
     expect(info.lines().map((l) => l.msg)).toEqual(['tollgate started']);
     const debug = capture('debug');
     debug.logger.log('Mapped {/v1/events, POST} route', 'RouterExplorer');
-    expect(debug.lines()).toEqual([expect.objectContaining({ level: 'debug', context: 'RouterExplorer', msg: 'Mapped {/v1/events, POST} route' })]);
+    expect(debug.lines()).toEqual([
+      expect.objectContaining({ level: 'debug', context: 'RouterExplorer', msg: 'Mapped {/v1/events, POST} route' }),
+    ]);
   });
 
   it('drops what is below the level', () => {
@@ -52,7 +79,13 @@ describe('the log shape', () => {
   });
 
   it('reads as plain lines on a terminal', () => {
-    const line = JSON.stringify({ level: 'warn', time: '2026-12-01T10:00:00.000Z', context: 'redis', redis: 'redis://127.0.0.1:6379', msg: 'redis unreachable' });
+    const line = JSON.stringify({
+      level: 'warn',
+      time: '2026-12-01T10:00:00.000Z',
+      context: 'redis',
+      redis: 'redis://127.0.0.1:6379',
+      msg: 'redis unreachable',
+    });
     expect(prettyLine(line)).toBe('10:00:00.000 WARN  [redis] redis unreachable  redis=redis://127.0.0.1:6379');
   });
 });
@@ -71,7 +104,13 @@ describe('a Redis outage', () => {
     outage.ready();
     outage.ready();
     expect(lines()).toEqual([
-      expect.objectContaining({ level: 'warn', context: 'redis', redis: 'redis://:***@127.0.0.1:6379', error: 'connect ECONNREFUSED 127.0.0.1:6379', msg: expect.stringContaining('redis unreachable') }),
+      expect.objectContaining({
+        level: 'warn',
+        context: 'redis',
+        redis: 'redis://:***@127.0.0.1:6379',
+        error: 'connect ECONNREFUSED 127.0.0.1:6379',
+        msg: expect.stringContaining('redis unreachable'),
+      }),
       expect.objectContaining({ level: 'info', context: 'redis', msg: 'redis is back', downMs: expect.any(Number) }),
     ]);
   });

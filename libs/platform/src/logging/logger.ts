@@ -4,13 +4,26 @@ import { Writable } from 'node:stream';
 
 /** Nest's levels, most severe first, and the pino level each is written at. */
 const ORDER: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
-const PINO_LEVEL: Record<LogLevel, pino.Level> = { fatal: 'fatal', error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
+const PINO_LEVEL: Record<LogLevel, pino.Level> = {
+  fatal: 'fatal',
+  error: 'error',
+  warn: 'warn',
+  log: 'info',
+  debug: 'debug',
+  verbose: 'trace',
+};
 
 /**
  * Nest's own start-up chatter (a line per module and per route, ~70 in all) is written at debug:
  * what a user needs from start-up is the line saying where things are.
  */
-const CHATTY_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+const CHATTY_CONTEXTS = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestApplication',
+]);
 
 export interface LoggerOptions {
   /** Where lines go (default stdout). */
@@ -39,7 +52,9 @@ export class TollgateLogger implements LoggerService {
         formatters: { level: (label) => ({ level: label }) },
         serializers: { err: pino.stdSerializers.err },
       },
-      pretty ? prettyStream(destination as NodeJS.WritableStream, !options.destination && process.stdout.isTTY === true) : destination,
+      pretty
+        ? prettyStream(destination as NodeJS.WritableStream, !options.destination && process.stdout.isTTY === true)
+        : destination,
     );
   }
 
@@ -73,7 +88,10 @@ export class TollgateLogger implements LoggerService {
    */
   private write(level: LogLevel, message: unknown, params: unknown[]): void {
     const rest = [...params];
-    const context = rest.length && typeof rest[rest.length - 1] === 'string' && !isStack(rest[rest.length - 1]) ? (rest.pop() as string) : undefined;
+    const context =
+      rest.length && typeof rest[rest.length - 1] === 'string' && !isStack(rest[rest.length - 1])
+        ? (rest.pop() as string)
+        : undefined;
     const pinoLevel = level === 'log' && context && CHATTY_CONTEXTS.has(context) ? 'debug' : PINO_LEVEL[level];
     if (!this.pino.isLevelEnabled(pinoLevel)) return;
     const fields: Record<string, unknown> = context ? { context } : {};
@@ -84,7 +102,7 @@ export class TollgateLogger implements LoggerService {
     } else if (message !== null && typeof message === 'object') {
       const { msg: m, message: mm, ...others } = message as Record<string, unknown>;
       Object.assign(fields, others);
-      msg = typeof m === 'string' ? m : typeof mm === 'string' ? mm : context ?? '';
+      msg = typeof m === 'string' ? m : typeof mm === 'string' ? mm : (context ?? '');
     } else {
       msg = String(message);
     }
@@ -104,7 +122,14 @@ export function createLogger(level: LogLevel = 'log', options: LoggerOptions = {
   return new TollgateLogger(level, options);
 }
 
-const COLORS: Record<string, string> = { fatal: '\x1b[41m', error: '\x1b[31m', warn: '\x1b[33m', info: '\x1b[32m', debug: '\x1b[36m', trace: '\x1b[90m' };
+const COLORS: Record<string, string> = {
+  fatal: '\x1b[41m',
+  error: '\x1b[31m',
+  warn: '\x1b[33m',
+  info: '\x1b[32m',
+  debug: '\x1b[36m',
+  trace: '\x1b[90m',
+};
 
 /** `12:04:05.123 INFO  [context] msg  key=value …` — multi-field lines (the start line) one field per line. */
 export function prettyLine(line: string, colors = false): string {
@@ -114,12 +139,27 @@ export function prettyLine(line: string, colors = false): string {
   } catch {
     return line;
   }
-  const { time, level, msg, context, err, ...fields } = record as { time?: string; level?: string; msg?: string; context?: string; err?: { stack?: string; message?: string } };
-  const label = String(level ?? '').toUpperCase().padEnd(5);
+  const { time, level, msg, context, err, ...fields } = record as {
+    time?: string;
+    level?: string;
+    msg?: string;
+    context?: string;
+    err?: { stack?: string; message?: string };
+  };
+  const label = String(level ?? '')
+    .toUpperCase()
+    .padEnd(5);
   const head = `${String(time ?? '').slice(11, 23)} ${colors ? `${COLORS[String(level)] ?? ''}${label}\x1b[0m` : label} ${context ? `[${context}] ` : ''}${msg ?? ''}`;
   const entries = Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)] as const);
-  const body = entries.length > 4 ? entries.map(([k, v]) => `\n    ${k.padEnd(14)} ${v}`).join('') : entries.map(([k, v]) => `  ${k}=${v}`).join('');
-  const stack = err?.stack ? `\n    ${err.stack.split('\n').join('\n    ')}` : err?.message ? `  err=${err.message}` : '';
+  const body =
+    entries.length > 4
+      ? entries.map(([k, v]) => `\n    ${k.padEnd(14)} ${v}`).join('')
+      : entries.map(([k, v]) => `  ${k}=${v}`).join('');
+  const stack = err?.stack
+    ? `\n    ${err.stack.split('\n').join('\n    ')}`
+    : err?.message
+      ? `  err=${err.message}`
+      : '';
   return `${head}${body}${stack}`;
 }
 

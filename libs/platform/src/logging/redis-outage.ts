@@ -4,8 +4,23 @@ import { Logger } from '@nestjs/common';
 export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(e.code)) return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|connect ETIMEDOUT|Stream isn't writeable|enableOfflineQueue|getaddrinfo/i.test(String(e.message ?? ''));
+  if (
+    e.code &&
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+    ].includes(e.code)
+  )
+    return true;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|connect ETIMEDOUT|Stream isn't writeable|enableOfflineQueue|getaddrinfo/i.test(
+    String(e.message ?? ''),
+  );
 }
 
 /**
@@ -32,7 +47,12 @@ export class RedisOutage {
     if (!isConnectionError(err)) return false;
     if (this.downSince === null) {
       this.downSince = Date.now();
-      this.logger.warn({ msg: 'redis unreachable: queues and rate limits wait for it, usage is still recorded in PostgreSQL', redis: this.target, error: (err as Error).message, ...(source ? { source } : {}) });
+      this.logger.warn({
+        msg: 'redis unreachable: queues and rate limits wait for it, usage is still recorded in PostgreSQL',
+        redis: this.target,
+        error: (err as Error).message,
+        ...(source ? { source } : {}),
+      });
     }
     return true;
   }

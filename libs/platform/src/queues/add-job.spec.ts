@@ -9,8 +9,16 @@ describe('addJob', () => {
 
   it('enqueues the payload as the schema parsed it (defaults applied, unknown fields dropped)', async () => {
     const { added, queue: q } = queue('exports');
-    await addJob(q, 'exports', 'export.deliver', { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 500, extra: 1 } as never, { jobId: 'j' });
-    expect(added).toEqual([['export.deliver', { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 500, priorAttempts: 0 }, { jobId: 'j' }]]);
+    await addJob(
+      q,
+      'exports',
+      'export.deliver',
+      { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 500, extra: 1 } as never,
+      { jobId: 'j' },
+    );
+    expect(added).toEqual([
+      ['export.deliver', { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 500, priorAttempts: 0 }, { jobId: 'j' }],
+    ]);
   });
 
   it('throws at the producer, naming the field, when the payload does not fit; nothing is enqueued', async () => {
@@ -21,6 +29,8 @@ describe('addJob', () => {
 
   it('refuses a queue that is not the one named', async () => {
     const { queue: q } = queue('guard');
-    await expect(addJob(q, 'exports', 'export.drain', { exporterId: 'x1' })).rejects.toThrow('addJob: the queue given is guard, not exports');
+    await expect(addJob(q, 'exports', 'export.drain', { exporterId: 'x1' })).rejects.toThrow(
+      'addJob: the queue given is guard, not exports',
+    );
   });
 });

@@ -4,10 +4,19 @@ import { jobNamesOf, type JobName } from './queues';
 
 describe('JobHandlers', () => {
   const noop = async () => undefined;
-  const job = (name: string, data: unknown, over: Partial<RoutedJob> = {}): RoutedJob => ({ name, data, id: 'j1', attemptsMade: 0, opts: { attempts: 3 }, ...over });
+  const job = (name: string, data: unknown, over: Partial<RoutedJob> = {}): RoutedJob => ({
+    name,
+    data,
+    id: 'j1',
+    attemptsMade: 0,
+    opts: { attempts: 3 },
+    ...over,
+  });
 
   it('refuses to start when a job has no handler', () => {
-    expect(() => new JobHandlers().assertComplete(['maintenance'])).toThrow('no handler for job maintenance/partitions.ensure');
+    expect(() => new JobHandlers().assertComplete(['maintenance'])).toThrow(
+      'no handler for job maintenance/partitions.ensure',
+    );
   });
 
   it('refuses two handlers for one job, and handlers for unknown jobs', () => {
@@ -15,7 +24,9 @@ describe('JobHandlers', () => {
     h.register('maintenance', 'partitions.ensure', noop);
     h.register('maintenance', 'partitions.ensure', noop);
     h.register('maintenance', 'vacuum' as JobName<'maintenance'>, noop);
-    expect(() => h.assertComplete(['maintenance'])).toThrow(/two handlers for job maintenance\/partitions.ensure.*handler for unknown job maintenance\/vacuum/);
+    expect(() => h.assertComplete(['maintenance'])).toThrow(
+      /two handlers for job maintenance\/partitions.ensure.*handler for unknown job maintenance\/vacuum/,
+    );
   });
 
   it('accepts exactly one handler per job', () => {
@@ -33,9 +44,20 @@ describe('JobHandlers', () => {
       seen.push(data, attempt, next);
       return 'delivered';
     });
-    const answer = await h.route('exports', job('export.deliver', { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 1000, unknownField: true }, { attemptsMade: 2 }));
+    const answer = await h.route(
+      'exports',
+      job(
+        'export.deliver',
+        { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 1000, unknownField: true },
+        { attemptsMade: 2 },
+      ),
+    );
     expect(answer).toBe('delivered');
-    expect(seen).toEqual([{ batchId: 'b1', exporterId: 'x1', maxBackoffMs: 1000, priorAttempts: 0 }, { attemptsMade: 2, attempts: 3, jobId: 'j1' }, 1]);
+    expect(seen).toEqual([
+      { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 1000, priorAttempts: 0 },
+      { attemptsMade: 2, attempts: 3, jobId: 'j1' },
+      1,
+    ]);
   });
 
   it('fails a payload that does not parse with UnrecoverableError naming the field; the handler never runs', async () => {
@@ -44,16 +66,22 @@ describe('JobHandlers', () => {
     h.register('exports', 'export.drain', handler);
     const routed = h.route('exports', job('export.drain', { exporterId: 42 }));
     await expect(routed).rejects.toBeInstanceOf(UnrecoverableError);
-    await expect(routed).rejects.toThrow(/^Job exports\/export\.drain has a payload that does not parse: .*expected string.*→ at exporterId/);
+    await expect(routed).rejects.toThrow(
+      /^Job exports\/export\.drain has a payload that does not parse: .*expected string.*→ at exporterId/,
+    );
     await expect(h.route('exports', job('export.drain', null))).rejects.toBeInstanceOf(UnrecoverableError);
     expect(handler).not.toHaveBeenCalled();
   });
 
   it('fails a job no schema names, or one without a handler, with UnrecoverableError', async () => {
     const h = new JobHandlers();
-    await expect(h.route('guard', job('reservations.sweep', {}))).rejects.toThrow(new UnrecoverableError('Queue guard has no job named reservations.sweep'));
+    await expect(h.route('guard', job('reservations.sweep', {}))).rejects.toThrow(
+      new UnrecoverableError('Queue guard has no job named reservations.sweep'),
+    );
     h.register('guard', 'reservations.sweep', noop);
-    await expect(h.route('guard', job('reservations.vacuum', {}))).rejects.toThrow(new UnrecoverableError('Queue guard has no job named reservations.vacuum'));
+    await expect(h.route('guard', job('reservations.vacuum', {}))).rejects.toThrow(
+      new UnrecoverableError('Queue guard has no job named reservations.vacuum'),
+    );
     await expect(h.route('guard', job('reservations.sweep', {}))).resolves.toBeUndefined();
   });
 

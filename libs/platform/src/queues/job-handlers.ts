@@ -14,7 +14,10 @@ export interface JobAttempt {
 }
 
 /** A job's handler: it receives the payload as its schema in QUEUES parsed it (defaults applied). */
-export type JobHandler<Q extends QueueName = QueueName, J extends JobName<Q> = JobName<Q>> = (data: JobPayload<Q, J>, attempt: JobAttempt) => Promise<unknown>;
+export type JobHandler<Q extends QueueName = QueueName, J extends JobName<Q> = JobName<Q>> = (
+  data: JobPayload<Q, J>,
+  attempt: JobAttempt,
+) => Promise<unknown>;
 
 /** The part of a BullMQ job the router reads. */
 export interface RoutedJob {
@@ -59,12 +62,23 @@ export class JobHandlers {
     const handler = this.handlers.get(`${queue}/${job.name}`);
     if (!schema || !handler) throw new UnrecoverableError(`Queue ${queue} has no job named ${job.name}`);
     const parsed = schema.safeParse(job.data);
-    if (!parsed.success) throw new UnrecoverableError(`Job ${queue}/${job.name} has a payload that does not parse: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
-    return handler(parsed.data as never, { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, jobId: job.id });
+    if (!parsed.success)
+      throw new UnrecoverableError(
+        `Job ${queue}/${job.name} has a payload that does not parse: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`,
+      );
+    return handler(parsed.data as never, {
+      attemptsMade: job.attemptsMade,
+      attempts: job.opts.attempts ?? 1,
+      jobId: job.id,
+    });
   }
 
   assertComplete(queues: readonly QueueName[] = QUEUE_NAMES): void {
-    const missing = queues.flatMap((q) => jobNamesOf(q).filter((j) => !this.handlers.has(`${q}/${j}`)).map((j) => `${q}/${j}`));
+    const missing = queues.flatMap((q) =>
+      jobNamesOf(q)
+        .filter((j) => !this.handlers.has(`${q}/${j}`))
+        .map((j) => `${q}/${j}`),
+    );
     const unknown = [...this.handlers.keys()].filter((k) => {
       const [q, j] = k.split('/');
       return !(QUEUE_NAMES as string[]).includes(q) || !jobNamesOf(q as QueueName).includes(j);

@@ -20,7 +20,11 @@ describe('JobHandlers.route in a BullMQ worker (real Redis)', () => {
   });
   const queue = new Queue('exports', { connection, prefix });
   const events = new QueueEvents('exports', { connection, prefix });
-  const worker = new Worker('exports', (job) => handlers.route('exports', job), { connection, prefix, settings: { backoffStrategy: () => 10 } });
+  const worker = new Worker('exports', (job) => handlers.route('exports', job), {
+    connection,
+    prefix,
+    settings: { backoffStrategy: () => 10 },
+  });
   beforeAll(() => Promise.all([worker.waitUntilReady(), events.waitUntilReady()]));
   afterAll(async () => {
     await worker.close();
@@ -36,11 +40,17 @@ describe('JobHandlers.route in a BullMQ worker (real Redis)', () => {
   };
 
   it('a payload that does not parse fails on its first attempt, whatever attempts it was given', async () => {
-    const job = await queue.add('export.deliver', { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 'soon' }, { attempts: 5, backoff: { type: 'custom' } });
+    const job = await queue.add(
+      'export.deliver',
+      { batchId: 'b1', exporterId: 'x1', maxBackoffMs: 'soon' },
+      { attempts: 5, backoff: { type: 'custom' } },
+    );
     const done = await finished(job.id!);
     expect(await done.getState()).toBe('failed');
     expect(done.attemptsMade).toBe(1);
-    expect(done.failedReason).toMatch(/^Job exports\/export\.deliver has a payload that does not parse: .*maxBackoffMs/);
+    expect(done.failedReason).toMatch(
+      /^Job exports\/export\.deliver has a payload that does not parse: .*maxBackoffMs/,
+    );
     expect(delivered).toEqual([]);
   });
 
@@ -48,8 +58,17 @@ describe('JobHandlers.route in a BullMQ worker (real Redis)', () => {
     const drain = await queue.add('export.drain', { exporterId: 'x1' }, { attempts: 3, backoff: { type: 'custom' } });
     const drained = await finished(drain.id!);
     expect([await drained.getState(), drained.attemptsMade, drained.returnvalue]).toEqual(['completed', 2, 'drained']);
-    const deliver = await queue.add('export.deliver', { batchId: 'b2', exporterId: 'x1', maxBackoffMs: 1000 }, { attempts: 2, jobId: 'deliver-b2' });
+    const deliver = await queue.add(
+      'export.deliver',
+      { batchId: 'b2', exporterId: 'x1', maxBackoffMs: 1000 },
+      { attempts: 2, jobId: 'deliver-b2' },
+    );
     expect((await finished(deliver.id!)).returnvalue).toBe('ok');
-    expect(delivered).toEqual([{ data: { batchId: 'b2', exporterId: 'x1', maxBackoffMs: 1000, priorAttempts: 0 }, attempt: { attemptsMade: 0, attempts: 2, jobId: 'deliver-b2' } }]);
+    expect(delivered).toEqual([
+      {
+        data: { batchId: 'b2', exporterId: 'x1', maxBackoffMs: 1000, priorAttempts: 0 },
+        attempt: { attemptsMade: 0, attempts: 2, jobId: 'deliver-b2' },
+      },
+    ]);
   });
 });

@@ -5,8 +5,19 @@ import { RateLimiter } from './rate-limiter';
 /** A RedisClient stand-in whose script call does what the test says. */
 function limiter(status: string, gcra: () => Promise<number>) {
   const calls: string[] = [];
-  const client = { redis: { status, defineCommand: () => undefined, tollgateGcra: (key: string, _i: number, _b: number, permits: number) => (calls.push(permits === 1 ? key : `${key} x${permits}`), gcra()) } } as unknown as RedisClient;
-  const config = new Config(loadConfig({ RATE_LIMIT_PER_KEY_PER_SECOND: '10', RATE_LIMIT_REDIS_TIMEOUT_MS: '20', QUEUE_PREFIX: 'p' }));
+  const client = {
+    redis: {
+      status,
+      defineCommand: () => undefined,
+      tollgateGcra: (key: string, _i: number, _b: number, permits: number) => (
+        calls.push(permits === 1 ? key : `${key} x${permits}`),
+        gcra()
+      ),
+    },
+  } as unknown as RedisClient;
+  const config = new Config(
+    loadConfig({ RATE_LIMIT_PER_KEY_PER_SECOND: '10', RATE_LIMIT_REDIS_TIMEOUT_MS: '20', QUEUE_PREFIX: 'p' }),
+  );
   return { limiter: new RateLimiter(config, client), calls };
 }
 

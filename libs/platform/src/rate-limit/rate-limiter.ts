@@ -99,7 +99,9 @@ export class RateLimiter {
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), this.timeoutMs)));
-      const call = (this.client.redis as unknown as WithGcra).tollgateGcra(this.prefix + keyId, this.intervalMicros, this.burst, permits).catch(() => 0);
+      const call = (this.client.redis as unknown as WithGcra)
+        .tollgateGcra(this.prefix + keyId, this.intervalMicros, this.burst, permits)
+        .catch(() => 0);
       return Number(await Promise.race([call, timeout]));
     } finally {
       clearTimeout(timer);

@@ -4,7 +4,13 @@ import { getEncoding } from 'js-tiktoken';
 import { abort, caught, text } from '../../test/support/messages';
 import { InMemoryTollgate } from '../../test/support/in-memory-tollgate';
 import { TOKENS_PER_CONVERSATION, TOKENS_PER_MESSAGE } from '../token-count/message-token-counter';
-import type { GuardCheckCallOptions, GuardCheckRequest, GuardScope, GuardWindow, TollgateGuardClient } from '../tollgate/guard-client';
+import type {
+  GuardCheckCallOptions,
+  GuardCheckRequest,
+  GuardScope,
+  GuardWindow,
+  TollgateGuardClient,
+} from '../tollgate/guard-client';
 import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } from './cost-guard.processor';
 
 const enc = getEncoding('o200k_base');
@@ -18,7 +24,10 @@ const plus = (usd: number, input: number, output: number) => (Math.round(usd * 1
 
 const SYSTEM = 'You are a careful assistant.';
 const QUESTION = 'What does the invoice say?';
-const promptTokens = TOKENS_PER_CONVERSATION + (TOKENS_PER_MESSAGE + exact('system') + exact(SYSTEM)) + (TOKENS_PER_MESSAGE + exact('user') + exact(QUESTION));
+const promptTokens =
+  TOKENS_PER_CONVERSATION +
+  (TOKENS_PER_MESSAGE + exact('system') + exact(SYSTEM)) +
+  (TOKENS_PER_MESSAGE + exact('user') + exact(QUESTION));
 
 function context(entries: Record<string, string>) {
   const rc = new RequestContext();
@@ -46,16 +55,28 @@ function stepArgs(overrides: Partial<CostGuardStepArgs> & { ids?: Record<string,
 }
 
 const logger = () => ({ warn: jest.fn() });
-const guard = (tollgate: TollgateGuardClient, options: Partial<CostGuardOptions> = {}) => new CostGuardProcessor({ maxCost: 1, client: tollgate, logger: logger(), ...options });
-const finish = (input: number, output: number) => [{ type: 'finish', payload: { output: { usage: { inputTokens: input, outputTokens: output, totalTokens: input + output } } } }];
+const guard = (tollgate: TollgateGuardClient, options: Partial<CostGuardOptions> = {}) =>
+  new CostGuardProcessor({ maxCost: 1, client: tollgate, logger: logger(), ...options });
+const finish = (input: number, output: number) => [
+  {
+    type: 'finish',
+    payload: { output: { usage: { inputTokens: input, outputTokens: output, totalTokens: input + output } } },
+  },
+];
 
 describe('CostGuardProcessor', () => {
   it('has the documented id and name, and validates its options', () => {
     const g = new CostGuardProcessor({ maxCost: 1 });
     expect([g.id, g.name]).toEqual(['cost-guard', 'Cost Guard']);
-    expect(() => new CostGuardProcessor({ maxCost: 0 })).toThrow('CostGuardProcessor requires maxCost to be a finite positive number');
-    expect(() => new CostGuardProcessor({ maxCost: 1, warnAtPercent: 100 })).toThrow('CostGuardProcessor requires warnAtPercent to be a number between 0 and 100 (exclusive)');
-    expect(() => new CostGuardProcessor({ maxCost: 1, busyDeadlineMs: -1 })).toThrow('CostGuardProcessor requires busyDeadlineMs to be a number of milliseconds >= 0');
+    expect(() => new CostGuardProcessor({ maxCost: 0 })).toThrow(
+      'CostGuardProcessor requires maxCost to be a finite positive number',
+    );
+    expect(() => new CostGuardProcessor({ maxCost: 1, warnAtPercent: 100 })).toThrow(
+      'CostGuardProcessor requires warnAtPercent to be a number between 0 and 100 (exclusive)',
+    );
+    expect(() => new CostGuardProcessor({ maxCost: 1, busyDeadlineMs: -1 })).toThrow(
+      'CostGuardProcessor requires busyDeadlineMs to be a number of milliseconds >= 0',
+    );
   });
 
   it('asks Tollgate before the step with an exact estimate and a reservation', async () => {
@@ -80,7 +101,9 @@ describe('CostGuardProcessor', () => {
     expect(tollgate.checks[0]!.estimate!.maxOutputTokens).toBe(1234);
   });
 
-  const scopes: Array<[GuardScope, Partial<CostGuardStepArgs> & { ids?: Record<string, string> }, string, string | undefined]> = [
+  const scopes: Array<
+    [GuardScope, Partial<CostGuardStepArgs> & { ids?: Record<string, string> }, string, string | undefined]
+  > = [
     ['resource', { ids: { mastra__resourceId: 'r1' } }, 'resourceId', 'resource:r1'],
     ['thread', { ids: { mastra__threadId: 't1' } }, 'threadId', 'thread:t1'],
     ['user', { ids: { userId: 'u1' } }, 'userId', 'user:u1'],
@@ -89,20 +112,30 @@ describe('CostGuardProcessor', () => {
     ['run', { ids: {}, tracing: { currentSpan: { traceId: 'trace-1' } } }, 'traceId', undefined],
   ];
 
-  it.each(scopes)('%s scope: blocks when the scope has spent its budget, with the documented TripWire', async (scope, args, idKey, scopeKey) => {
-    const tollgate = new InMemoryTollgate(PRICES);
-    const id = idKey === 'traceId' ? 'trace-1' : scopeKey!.split(':')[1]!;
-    tollgate.seed({ [idKey]: id }, 'openai', 'gpt-4o', 400_000, 20_000); // $1.00
-    const error = await caught(() => guard(tollgate, { scope }).processInputStep(stepArgs(args)));
-    const usage = plus(1, promptTokens, 500);
-    expect(error.message).toBe(`Cost guard: cost limit exceeded (${Number(usage.toFixed(6))}/1)`);
-    expect(error.options).toEqual({
-      retry: false,
-      metadata: { processorId: 'cost-guard', usage: { estimatedCost: usage, costUnit: 'USD' }, maxCost: 1, scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
-    });
-    expect(tollgate.checks[0]!.limits).toEqual([{ scope, ...(scope === 'run' ? {} : { window: '7d' }), maxCost: 1 }]);
-    expect(tollgate.checks[0]!.context[idKey as keyof GuardCheckRequest['context']]).toBe(id);
-  });
+  it.each(scopes)(
+    '%s scope: blocks when the scope has spent its budget, with the documented TripWire',
+    async (scope, args, idKey, scopeKey) => {
+      const tollgate = new InMemoryTollgate(PRICES);
+      const id = idKey === 'traceId' ? 'trace-1' : scopeKey!.split(':')[1]!;
+      tollgate.seed({ [idKey]: id }, 'openai', 'gpt-4o', 400_000, 20_000); // $1.00
+      const error = await caught(() => guard(tollgate, { scope }).processInputStep(stepArgs(args)));
+      const usage = plus(1, promptTokens, 500);
+      expect(error.message).toBe(`Cost guard: cost limit exceeded (${Number(usage.toFixed(6))}/1)`);
+      expect(error.options).toEqual({
+        retry: false,
+        metadata: {
+          processorId: 'cost-guard',
+          usage: { estimatedCost: usage, costUnit: 'USD' },
+          maxCost: 1,
+          scope,
+          ...(scopeKey ? { scopeKey } : {}),
+          threshold: 'hard',
+        },
+      });
+      expect(tollgate.checks[0]!.limits).toEqual([{ scope, ...(scope === 'run' ? {} : { window: '7d' }), maxCost: 1 }]);
+      expect(tollgate.checks[0]!.context[idKey as keyof GuardCheckRequest['context']]).toBe(id);
+    },
+  );
 
   it.each(scopes)('%s scope: skips the check when the step lacks the scope id (fail-open)', async (scope) => {
     const tollgate = new InMemoryTollgate(PRICES);
@@ -129,7 +162,9 @@ describe('CostGuardProcessor', () => {
   it.each(windows)('%s window: counts spending inside the window only', async (window, ms) => {
     const inside = new InMemoryTollgate(PRICES);
     inside.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', 500_000, 0, ms - 60_000);
-    await expect(guard(inside, { window }).processInputStep(stepArgs())).rejects.toThrow('Cost guard: cost limit exceeded');
+    await expect(guard(inside, { window }).processInputStep(stepArgs())).rejects.toThrow(
+      'Cost guard: cost limit exceeded',
+    );
     expect(inside.checks[0]!.limits![0]!.window).toBe(window);
 
     const outside = new InMemoryTollgate(PRICES);
@@ -154,7 +189,14 @@ describe('CostGuardProcessor', () => {
       {
         processorId: 'cost-guard',
         message,
-        detail: { usage, limit: 1, totalUsage: { estimatedCost: usage, costUnit: 'USD' }, scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard' },
+        detail: {
+          usage,
+          limit: 1,
+          totalUsage: { estimatedCost: usage, costUnit: 'USD' },
+          scope: 'resource',
+          scopeKey: 'resource:r1',
+          threshold: 'hard',
+        },
       },
     ]);
     await g.processInputStep(stepArgs({ state: {} })); // a new request
@@ -173,14 +215,22 @@ describe('CostGuardProcessor', () => {
     expect(error.message).toMatch(/^Cost guard: cost limit exceeded/);
     expect(handler).toHaveBeenCalledTimes(1);
     // Mastra's runner then calls onViolation with the TripWire metadata: already delivered, dropped.
-    await g.onViolation!({ processorId: 'cost-guard', message: error.message, detail: (error.options as { metadata: object }).metadata });
+    await g.onViolation!({
+      processorId: 'cost-guard',
+      message: error.message,
+      detail: (error.options as { metadata: object }).metadata,
+    });
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
   it('fills every {usage} and {limit} placeholder of a custom message', async () => {
     const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 1, outputPerMillion: 0 } });
     tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', 2_500_000, 0); // $2.50
-    const g = guard(tollgate, { maxCost: 2, message: 'Spent {usage} of {limit} USD ({usage} > {limit})', defaultMaxOutputTokens: 0 });
+    const g = guard(tollgate, {
+      maxCost: 2,
+      message: 'Spent {usage} of {limit} USD ({usage} > {limit})',
+      defaultMaxOutputTokens: 0,
+    });
     const error = await caught(() => g.processInputStep(stepArgs({ modelSettings: {} })));
     const usage = Number(((2_500_000 + promptTokens) / 1e6).toFixed(6));
     expect(error.message).toBe(`Spent ${usage} of 2 USD (${usage} > 2)`);
@@ -199,7 +249,12 @@ describe('CostGuardProcessor', () => {
     const usage = plus(0.8, promptTokens, 500);
     expect(tollgate.checks[0]!.limits![0]!.warnAtPercent).toBe(80);
     expect(violations).toHaveLength(1);
-    expect(violations[0]!.detail).toMatchObject({ threshold: 'soft', usage: expect.closeTo(usage, 12), limit: 1, scopeKey: 'resource:r1' });
+    expect(violations[0]!.detail).toMatchObject({
+      threshold: 'soft',
+      usage: expect.closeTo(usage, 12),
+      limit: 1,
+      scopeKey: 'resource:r1',
+    });
     expect(violations[0]!.message).toBe(`Cost guard: cost reached 80% of the limit (${Number(usage.toFixed(6))}/1)`);
   });
 
@@ -216,17 +271,28 @@ describe('CostGuardProcessor', () => {
     tollgate.failWith = new Error('connect ECONNREFUSED 10.0.0.7:443');
     const log = logger();
     await new CostGuardProcessor({ maxCost: 1, client: tollgate, logger: log }).processInputStep(stepArgs());
-    expect(log.warn).toHaveBeenCalledWith('Cost guard: cost check failed, allowing the step (fail-open): connect ECONNREFUSED 10.0.0.7:443');
+    expect(log.warn).toHaveBeenCalledWith(
+      'Cost guard: cost check failed, allowing the step (fail-open): connect ECONNREFUSED 10.0.0.7:443',
+    );
   });
 
   it('fail-closed: blocks the step when Tollgate is unreachable', async () => {
     const tollgate = new InMemoryTollgate(PRICES);
     tollgate.failWith = new Error('connect ECONNREFUSED 10.0.0.7:443');
     const error = await caught(() => guard(tollgate, { failMode: 'closed' }).processInputStep(stepArgs()));
-    expect(error.message).toBe('Cost guard: cost check failed, blocking the step (fail-closed): connect ECONNREFUSED 10.0.0.7:443');
+    expect(error.message).toBe(
+      'Cost guard: cost check failed, blocking the step (fail-closed): connect ECONNREFUSED 10.0.0.7:443',
+    );
     expect(error.options).toEqual({
       retry: false,
-      metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost: 1, scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard' },
+      metadata: {
+        processorId: 'cost-guard',
+        usage: { estimatedCost: null, costUnit: null },
+        maxCost: 1,
+        scope: 'resource',
+        scopeKey: 'resource:r1',
+        threshold: 'hard',
+      },
     });
     expect(tollgate.checks[0]!.failMode).toBe('closed');
   });
@@ -263,14 +329,23 @@ describe('CostGuardProcessor', () => {
     const g = guard(tollgate);
     const state = {};
     await g.processInputStep(stepArgs({ state }));
-    await g.processInputStep(stepArgs({ state, stepNumber: 1, steps: [{ usage: { inputTokens: 100, outputTokens: 10 } }] }));
-    expect(tollgate.recorded.map((r) => [r.event.stepIndex, r.event.usage])).toEqual([[0, { inputTokens: 100, outputTokens: 10 }]]);
+    await g.processInputStep(
+      stepArgs({ state, stepNumber: 1, steps: [{ usage: { inputTokens: 100, outputTokens: 10 } }] }),
+    );
+    expect(tollgate.recorded.map((r) => [r.event.stepIndex, r.event.usage])).toEqual([
+      [0, { inputTokens: 100, outputTokens: 10 }],
+    ]);
     expect(tollgate.open).toHaveLength(1); // step 1's, until it is recorded
   });
 
   describe("when Tollgate's guard answers busy", () => {
     // The in-memory Tollgate takes a network hop with setImmediate: only the timers are faked.
-    beforeEach(() => jest.useFakeTimers({ now: new Date('2026-12-01T10:00:00Z'), doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }));
+    beforeEach(() =>
+      jest.useFakeTimers({
+        now: new Date('2026-12-01T10:00:00Z'),
+        doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'],
+      }),
+    );
     afterEach(() => {
       jest.useRealTimers();
       jest.restoreAllMocks();
@@ -352,10 +427,20 @@ describe('CostGuardProcessor', () => {
       // Retries 1500 ms apart within the 10 000 ms default; the one at 10 500 ms is not sent.
       expect(sent.map((s) => s.at - sent[0]!.at)).toEqual([0, 1500, 3000, 4500, 6000, 7500, 9000]);
       expect(new Set(sent.map((s) => s.request.stepId)).size).toBe(1);
-      expect(error.message).toBe("Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after 9000 ms of retries; blocking the step; no budget was checked");
+      expect(error.message).toBe(
+        "Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after 9000 ms of retries; blocking the step; no budget was checked",
+      );
       expect(error.options).toEqual({
         retry: false,
-        metadata: { processorId: 'cost-guard', usage: { estimatedCost: null, costUnit: null }, maxCost: 1, scope: 'resource', scopeKey: 'resource:r1', threshold: 'hard', reason: 'busy' },
+        metadata: {
+          processorId: 'cost-guard',
+          usage: { estimatedCost: null, costUnit: null },
+          maxCost: 1,
+          scope: 'resource',
+          scopeKey: 'resource:r1',
+          threshold: 'hard',
+          reason: 'busy',
+        },
       });
       // Not a budget violation, and not an outage: no onViolation call, no fail-open.
       expect(handler).not.toHaveBeenCalled();
@@ -368,16 +453,25 @@ describe('CostGuardProcessor', () => {
       tollgate.busyChecks = Infinity;
       const error = await run(caught(() => guard(tollgate, { busyDeadlineMs: 0 }).processInputStep(stepArgs())));
       expect(tollgate.checks).toHaveLength(1);
-      expect(error.message).toBe("Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after 0 ms of retries; blocking the step; no budget was checked");
+      expect(error.message).toBe(
+        "Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after 0 ms of retries; blocking the step; no budget was checked",
+      );
     });
 
-    it("warn strategy: logs that the guard was busy and lets the step run, as it does for a deny", async () => {
+    it('warn strategy: logs that the guard was busy and lets the step run, as it does for a deny', async () => {
       jest.spyOn(Math, 'random').mockReturnValue(0);
       const tollgate = new InMemoryTollgate(PRICES);
       tollgate.busyChecks = Infinity;
       tollgate.busyRetryAfterMs = 400;
       const log = logger();
-      const g = new CostGuardProcessor({ maxCost: 1, client: tollgate, strategy: 'warn', failMode: 'closed', busyDeadlineMs: 1000, logger: log });
+      const g = new CostGuardProcessor({
+        maxCost: 1,
+        client: tollgate,
+        strategy: 'warn',
+        failMode: 'closed',
+        busyDeadlineMs: 1000,
+        logger: log,
+      });
       const handler = jest.fn();
       g.onViolation = handler;
       await expect(run(g.processInputStep(stepArgs()))).resolves.toBeUndefined();
@@ -403,7 +497,9 @@ describe('CostGuardProcessor', () => {
       };
       const error = await run(caught(() => guard(client, { failMode: 'closed' }).processInputStep(stepArgs())));
       expect(tollgate.checks).toHaveLength(2);
-      expect(error.message).toBe('Cost guard: cost check failed, blocking the step (fail-closed): connect ECONNREFUSED 10.0.0.7:443');
+      expect(error.message).toBe(
+        'Cost guard: cost check failed, blocking the step (fail-closed): connect ECONNREFUSED 10.0.0.7:443',
+      );
     });
   });
 
@@ -419,7 +515,11 @@ describe('CostGuardProcessor', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, (seed * 7 + step * 3) % 5)); // the LLM call
       // Actual usage within the estimate: the prompt as counted, up to maxOutputTokens of output.
-      await g.processLLMResponse({ chunks: finish(promptTokens, 100 + ((seed * 31 + step * 17) % 400)), stepNumber: step, state });
+      await g.processLLMResponse({
+        chunks: finish(promptTokens, 100 + ((seed * 31 + step * 17) % 400)),
+        stepNumber: step,
+        state,
+      });
       steps++;
     }
     return steps;
@@ -437,21 +537,33 @@ describe('CostGuardProcessor', () => {
 
     // The same runs without reservations overspend: this is what the reservation prevents.
     const unreserved = new InMemoryTollgate(PRICES);
-    const withoutReserve: TollgateGuardClient = { guard: { check: (r) => unreserved.guard.check({ ...r, reserve: false }) }, events: unreserved.events };
+    const withoutReserve: TollgateGuardClient = {
+      guard: { check: (r) => unreserved.guard.check({ ...r, reserve: false }) },
+      events: unreserved.events,
+    };
     await Promise.all(Array.from({ length: 32 }, (_, i) => simulatedRun(guard(withoutReserve, { maxCost }), i)));
     expect(unreserved.spent('resource', 'shared')).toBeGreaterThan(maxCost);
   });
 });
 
 describe('CostGuardProcessor seed-compatible mode (observability storage)', () => {
-  const mastraWith = (observability: unknown) => ({ getStorage: () => ({ stores: { observability } }), getLogger: () => logger() });
+  const mastraWith = (observability: unknown) => ({
+    getStorage: () => ({ stores: { observability } }),
+    getLogger: () => logger(),
+  });
 
   it('throws at registration when there is neither a client nor observability storage with getMetricAggregate', () => {
     const message =
       'CostGuardProcessor requires a Tollgate client or observability storage with getMetricAggregate support. Pass `client`, or configure observability storage on your Mastra instance.';
-    expect(() => new CostGuardProcessor({ maxCost: 1 }).__registerMastra({ getStorage: () => undefined })).toThrow(message);
+    expect(() => new CostGuardProcessor({ maxCost: 1 }).__registerMastra({ getStorage: () => undefined })).toThrow(
+      message,
+    );
     expect(() => new CostGuardProcessor({ maxCost: 1 }).__registerMastra(mastraWith({}))).toThrow(message);
-    expect(() => new CostGuardProcessor({ maxCost: 1, client: new InMemoryTollgate({}) }).__registerMastra({ getStorage: () => undefined })).not.toThrow();
+    expect(() =>
+      new CostGuardProcessor({ maxCost: 1, client: new InMemoryTollgate({}) }).__registerMastra({
+        getStorage: () => undefined,
+      }),
+    ).not.toThrow();
   });
 
   it('queries the agent cost of the scope within the window and blocks at maxCost', async () => {
@@ -465,24 +577,39 @@ describe('CostGuardProcessor seed-compatible mode (observability storage)', () =
       aggregation: 'sum',
       filters: { threadId: 't1', entityType: 'agent', timestamp: { start: expect.any(Date) } },
     });
-    const start = (getMetricAggregate.mock.calls[0] as unknown as [{ filters: { timestamp: { start: Date } } }])[0].filters.timestamp.start.getTime();
+    const start = (
+      getMetricAggregate.mock.calls[0] as unknown as [{ filters: { timestamp: { start: Date } } }]
+    )[0].filters.timestamp.start.getTime();
     expect(before - start).toBeGreaterThanOrEqual(24 * 3_600_000 - 1_000);
     expect(before - start).toBeLessThanOrEqual(24 * 3_600_000 + 1_000);
     expect(error.message).toBe('Cost guard: cost limit exceeded (1.25/1)');
     expect(error.options).toEqual({
       retry: false,
-      metadata: { processorId: 'cost-guard', usage: { estimatedCost: 1.25, costUnit: 'USD' }, maxCost: 1, scope: 'thread', scopeKey: 'thread:t1', threshold: 'hard' },
+      metadata: {
+        processorId: 'cost-guard',
+        usage: { estimatedCost: 1.25, costUnit: 'USD' },
+        maxCost: 1,
+        scope: 'thread',
+        scopeKey: 'thread:t1',
+        threshold: 'hard',
+      },
     });
   });
 
   it('filters the run scope by trace id, with no window, and attaches a breakdown when asked', async () => {
     const getMetricAggregate = jest.fn(async () => ({ estimatedCost: 2, costUnit: 'USD' }));
-    const getMetricBreakdown = jest.fn(async () => ({ groups: [{ dimensions: { provider: 'openai', model: 'gpt-4o' }, estimatedCost: 2, costUnit: 'USD' }] }));
+    const getMetricBreakdown = jest.fn(async () => ({
+      groups: [{ dimensions: { provider: 'openai', model: 'gpt-4o' }, estimatedCost: 2, costUnit: 'USD' }],
+    }));
     const g = new CostGuardProcessor({ maxCost: 1, scope: 'run', includeBreakdown: true });
     g.__registerMastra(mastraWith({ getMetricAggregate, getMetricBreakdown }));
     const error = await caught(() => g.processInputStep(stepArgs({ tracing: { currentSpan: { traceId: 'tr-1' } } })));
-    expect(getMetricAggregate).toHaveBeenCalledWith(expect.objectContaining({ filters: { traceId: 'tr-1', entityType: 'agent' } }));
-    expect((error.options as { metadata: { breakdown: unknown } }).metadata.breakdown).toEqual([{ provider: 'openai', model: 'gpt-4o', estimatedCost: 2, costUnit: 'USD' }]);
+    expect(getMetricAggregate).toHaveBeenCalledWith(
+      expect.objectContaining({ filters: { traceId: 'tr-1', entityType: 'agent' } }),
+    );
+    expect((error.options as { metadata: { breakdown: unknown } }).metadata.breakdown).toEqual([
+      { provider: 'openai', model: 'gpt-4o', estimatedCost: 2, costUnit: 'USD' },
+    ]);
   });
 
   it('treats a failed query as no cost (fail-open), or blocks (fail-closed)', async () => {
@@ -494,6 +621,8 @@ describe('CostGuardProcessor seed-compatible mode (observability storage)', () =
     await expect(open.processInputStep(stepArgs())).resolves.toBeUndefined();
     const closed = new CostGuardProcessor({ maxCost: 1, failMode: 'closed' });
     closed.__registerMastra(mastraWith({ getMetricAggregate }));
-    await expect(closed.processInputStep(stepArgs())).rejects.toThrow('Cost guard: cost check failed, blocking the step (fail-closed): clickhouse timeout');
+    await expect(closed.processInputStep(stepArgs())).rejects.toThrow(
+      'Cost guard: cost check failed, blocking the step (fail-closed): clickhouse timeout',
+    );
   });
 });

@@ -16,7 +16,17 @@ import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/mes
 import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
 import { fromAiSdk } from '../tollgate/normalize-usage';
 import { checkUntilServed, isBusy } from '../tollgate/busy-retry';
-import type { GuardAdjust, GuardCheckRequest, GuardCheckResponse, GuardContext, GuardFinding, GuardScope, GuardWindow, StepUsageEvent, TollgateGuardClient } from '../tollgate/guard-client';
+import type {
+  GuardAdjust,
+  GuardCheckRequest,
+  GuardCheckResponse,
+  GuardContext,
+  GuardFinding,
+  GuardScope,
+  GuardWindow,
+  StepUsageEvent,
+  TollgateGuardClient,
+} from '../tollgate/guard-client';
 import { formatCost, formatViolationMessage } from './violation-message';
 import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
 import { reportingModel, type CostGuardStepReport } from './step-report';
@@ -240,7 +250,8 @@ const TOKEN_COST_CONTROL: CostGuardLabels<'token-cost-control'> = {
   name: 'Token Cost Control',
   className: 'TokenCostControl',
   defaultMessage: 'Cost control: estimated cost limit exceeded ({usage}/{limit})',
-  softMessage: (percent, usage, limit) => `Cost control: estimated cost reached ${percent}% of the limit (${usage}/${limit})`,
+  softMessage: (percent, usage, limit) =>
+    `Cost control: estimated cost reached ${percent}% of the limit (${usage}/${limit})`,
 };
 
 let instances = 0;
@@ -275,16 +286,25 @@ export abstract class CostGuardBase<Id extends string> {
     if (typeof options.maxCost === 'number' && (!Number.isFinite(options.maxCost) || options.maxCost <= 0)) {
       throw new RangeError(`${name} requires maxCost to be a finite positive number`);
     }
-    if (options.warnAtPercent !== undefined && (!Number.isFinite(options.warnAtPercent) || options.warnAtPercent <= 0 || options.warnAtPercent >= 100)) {
+    if (
+      options.warnAtPercent !== undefined &&
+      (!Number.isFinite(options.warnAtPercent) || options.warnAtPercent <= 0 || options.warnAtPercent >= 100)
+    ) {
       throw new RangeError(`${name} requires warnAtPercent to be a number between 0 and 100 (exclusive)`);
     }
-    if (options.busyDeadlineMs !== undefined && (!Number.isFinite(options.busyDeadlineMs) || options.busyDeadlineMs < 0)) {
+    if (
+      options.busyDeadlineMs !== undefined &&
+      (!Number.isFinite(options.busyDeadlineMs) || options.busyDeadlineMs < 0)
+    ) {
       throw new RangeError(`${name} requires busyDeadlineMs to be a number of milliseconds >= 0`);
     }
     if (options.onExceed !== undefined && options.onExceed !== 'block' && options.onExceed !== 'shrink') {
       throw new RangeError(`${name} requires onExceed to be 'block' or 'shrink'`);
     }
-    if (options.minOutputTokens !== undefined && (!Number.isInteger(options.minOutputTokens) || options.minOutputTokens < 1)) {
+    if (
+      options.minOutputTokens !== undefined &&
+      (!Number.isInteger(options.minOutputTokens) || options.minOutputTokens < 1)
+    ) {
       throw new RangeError(`${name} requires minOutputTokens to be an integer >= 1`);
     }
     this.id = labels.id;
@@ -296,7 +316,10 @@ export abstract class CostGuardBase<Id extends string> {
     this.strategy = options.strategy ?? 'block';
     this.messageTemplate = options.message ?? labels.defaultMessage;
     this.logger = options.logger;
-    this.counter = new MessageTokenCounter({ encoding: options.encoding, cache: options.countCache ?? new TokenCountCache() });
+    this.counter = new MessageTokenCounter({
+      encoding: options.encoding,
+      cache: options.countCache ?? new TokenCountCache(),
+    });
   }
 
   /**
@@ -379,7 +402,14 @@ export abstract class CostGuardBase<Id extends string> {
     // A step that called tools is followed by another (whose check does not wait for this record);
     // any other is the run's last, and its record lands before generate() resolves.
     const last = payload.stepResult?.reason !== 'tool-calls';
-    await this.record(client, run, step, usage, payload.providerMetadata ?? payload.metadata?.providerMetadata, last || this.options.awaitRecords === true);
+    await this.record(
+      client,
+      run,
+      step,
+      usage,
+      payload.providerMetadata ?? payload.metadata?.providerMetadata,
+      last || this.options.awaitRecords === true,
+    );
     if (last) await this.drain(run);
   }
 
@@ -397,7 +427,9 @@ export abstract class CostGuardBase<Id extends string> {
     try {
       await client.guard.release(step.reservationId);
     } catch (error) {
-      this.log(`Cost guard: could not release the reservation of step ${step.stepIndex}: ${(error as Error)?.message ?? String(error)}`);
+      this.log(
+        `Cost guard: could not release the reservation of step ${step.stepIndex}: ${(error as Error)?.message ?? String(error)}`,
+      );
     }
   }
 
@@ -412,7 +444,8 @@ export abstract class CostGuardBase<Id extends string> {
     const entityName = args.agent?.name ?? args.agent?.id;
     const context: GuardContext = { ...ids, entityType: 'agent', ...(entityName ? { entityName } : {}) };
     const failMode = this.options.failMode ?? 'open';
-    const requestedMaxOutputTokens = args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096;
+    const requestedMaxOutputTokens =
+      args.modelSettings?.maxOutputTokens ?? this.options.defaultMaxOutputTokens ?? 4_096;
     const minOutputTokens = this.options.minOutputTokens ?? 1;
     // A step already at (or under) the floor cannot be shrunk: it is checked as it is.
     const shrink = this.options.onExceed === 'shrink' && requestedMaxOutputTokens > minOutputTokens;
@@ -450,7 +483,11 @@ export abstract class CostGuardBase<Id extends string> {
       if (racing && binds(response)) {
         await this.drain(run);
         if (!response.adjust) ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
-        else if (response.reservation && client.guard.release && (await this.released(client, response.reservation.id))) {
+        else if (
+          response.reservation &&
+          client.guard.release &&
+          (await this.released(client, response.reservation.id))
+        ) {
           ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, `${stepId}:settled`)));
         }
       }
@@ -474,9 +511,23 @@ export abstract class CostGuardBase<Id extends string> {
 
     // Our own limit first; a project policy (source 'policy:<name>') or another limit type can deny the step too.
     const ours = (f: GuardFinding) => f.source === 'request' && f.scope === this.scope && f.limitType === 'cost';
-    const hard = response.decision === 'deny' ? (response.violations.find(ours) ?? response.violations.find((v) => v.limitType === 'cost') ?? response.violations[0]) : undefined;
+    const hard =
+      response.decision === 'deny'
+        ? (response.violations.find(ours) ??
+          response.violations.find((v) => v.limitType === 'cost') ??
+          response.violations[0])
+        : undefined;
     if (hard) {
-      const moved = await this.tryFallback(client, args, run, step, response.violations, requestFor, `${stepId}:fallback`, requestedMaxOutputTokens);
+      const moved = await this.tryFallback(
+        client,
+        args,
+        run,
+        step,
+        response.violations,
+        requestFor,
+        `${stepId}:fallback`,
+        requestedMaxOutputTokens,
+      );
       if (moved) return moved;
       // The run ends here: the steps that ran are stored before the abort reaches the caller.
       await this.drain(run);
@@ -493,7 +544,9 @@ export abstract class CostGuardBase<Id extends string> {
       await client.guard.release!(reservationId);
       return true;
     } catch (error) {
-      this.log(`Cost guard: could not release reservation ${reservationId} to check again: ${(error as Error)?.message ?? String(error)}`);
+      this.log(
+        `Cost guard: could not release reservation ${reservationId} to check again: ${(error as Error)?.message ?? String(error)}`,
+      );
       return false;
     }
   }
@@ -531,14 +584,23 @@ export abstract class CostGuardBase<Id extends string> {
     try {
       ({ response } = await this.ask(client, requestFor(fallback, stepId)));
     } catch (error) {
-      this.log(`Cost guard: could not check step ${args.stepNumber} on the fallback model ${target.provider}/${target.model}: ${(error as Error)?.message ?? String(error)}`);
+      this.log(
+        `Cost guard: could not check step ${args.stepNumber} on the fallback model ${target.provider}/${target.model}: ${(error as Error)?.message ?? String(error)}`,
+      );
       return undefined;
     }
     if (response.decision !== 'allow' || response.reason) return undefined;
     // The step runs on the fallback: its usage settles the fallback's reservation, under its ids.
     run.pending.splice(run.pending.indexOf(denied), 1);
-    run.pending.push({ ...this.pendingStep(args.stepNumber, fallback, denied.context), reservationId: response.reservation?.id });
-    const adjust = response.adjust ?? { maxOutputTokens: requestedMaxOutputTokens, requestedMaxOutputTokens, limitedBy: [] };
+    run.pending.push({
+      ...this.pendingStep(args.stepNumber, fallback, denied.context),
+      reservationId: response.reservation?.id,
+    });
+    const adjust = response.adjust ?? {
+      maxOutputTokens: requestedMaxOutputTokens,
+      requestedMaxOutputTokens,
+      limitedBy: [],
+    };
     return this.adjusted(args, { ...adjust, limitedBy: violations }, fallback, args.model, requestedMaxOutputTokens);
   }
 
@@ -559,10 +621,19 @@ export abstract class CostGuardBase<Id extends string> {
       maxOutputTokens: adjust.maxOutputTokens,
       requestedMaxOutputTokens,
       ...(movedFrom !== undefined ? { model: name(model), requestedModel: name(movedFrom) } : {}),
-      limitedBy: adjust.limitedBy.map((f) => ({ scopeKey: f.scopeKey, limitType: f.limitType, usage: f.usage, limit: f.limit, unit: f.unit, source: f.source })),
+      limitedBy: adjust.limitedBy.map((f) => ({
+        scopeKey: f.scopeKey,
+        limitType: f.limitType,
+        usage: f.usage,
+        limit: f.limit,
+        unit: f.unit,
+        source: f.source,
+      })),
     };
     return {
-      ...(adjust.maxOutputTokens < requestedMaxOutputTokens ? { modelSettings: { ...args.modelSettings, maxOutputTokens: adjust.maxOutputTokens } } : {}),
+      ...(adjust.maxOutputTokens < requestedMaxOutputTokens
+        ? { modelSettings: { ...args.modelSettings, maxOutputTokens: adjust.maxOutputTokens } }
+        : {}),
       model: reportingModel(model, report),
     };
   }
@@ -583,14 +654,29 @@ export abstract class CostGuardBase<Id extends string> {
     }
     const spent = cost.estimatedCost ?? 0;
     const unit = cost.costUnit ?? 'USD';
-    const breakdown = () => (this.options.includeBreakdown ? source.breakdown(this.scope, id, this.window).catch(() => undefined) : Promise.resolve(undefined));
-    if (spent >= maxCost) return this.violate(args, run, maxCost, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown() });
+    const breakdown = () =>
+      this.options.includeBreakdown
+        ? source.breakdown(this.scope, id, this.window).catch(() => undefined)
+        : Promise.resolve(undefined);
+    if (spent >= maxCost)
+      return this.violate(args, run, maxCost, scopeKey, {
+        usage: spent,
+        limit: maxCost,
+        unit,
+        breakdown: await breakdown(),
+      });
     if (this.options.warnAtPercent !== undefined && spent >= (maxCost * this.options.warnAtPercent) / 100) {
       await this.warnSoft(run, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown() });
     }
   }
 
-  private async violate(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, run: RunState, maxCost: number, scopeKey: string | undefined, f: Finding): Promise<void> {
+  private async violate(
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    run: RunState,
+    maxCost: number,
+    scopeKey: string | undefined,
+    f: Finding,
+  ): Promise<void> {
     const message = formatViolationMessage(this.messageTemplate, f.usage, f.limit);
     const totalUsage = { estimatedCost: f.usage, costUnit: f.unit };
     const detail: CostGuardViolationDetail = {
@@ -636,7 +722,12 @@ export abstract class CostGuardBase<Id extends string> {
     });
   }
 
-  private async notifyOnce(run: RunState, threshold: 'soft' | 'hard', message: string, detail: CostGuardViolationDetail): Promise<void> {
+  private async notifyOnce(
+    run: RunState,
+    threshold: 'soft' | 'hard',
+    message: string,
+    detail: CostGuardViolationDetail,
+  ): Promise<void> {
     if (run.notified.has(threshold)) return;
     run.notified.add(threshold);
     if (!this.violationHandler) return;
@@ -653,7 +744,12 @@ export abstract class CostGuardBase<Id extends string> {
    * the guard does not call onViolation (Mastra's runner does, on the abort, with metadata whose
    * `reason: 'busy'` says so), and the message says what happened.
    */
-  private busy(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined, elapsedMs: number): void {
+  private busy(
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    maxCost: number,
+    scopeKey: string | undefined,
+    elapsedMs: number,
+  ): void {
     const why = `Cost guard: Tollgate's guard was busy (too many checks queued on this step's scopes) and still was after ${elapsedMs} ms of retries`;
     if (this.strategy === 'warn') {
       this.log(`${why}; letting the step run unreserved (strategy 'warn'); no budget was checked`);
@@ -661,11 +757,24 @@ export abstract class CostGuardBase<Id extends string> {
     }
     args.abort(`${why}; blocking the step; no budget was checked`, {
       retry: false,
-      metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard', reason: 'busy' },
+      metadata: {
+        processorId: this.id,
+        usage: { estimatedCost: null, costUnit: null },
+        maxCost,
+        scope: this.scope,
+        ...(scopeKey ? { scopeKey } : {}),
+        threshold: 'hard',
+        reason: 'busy',
+      },
     });
   }
 
-  private unavailable(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined, error: unknown): void {
+  private unavailable(
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    maxCost: number,
+    scopeKey: string | undefined,
+    error: unknown,
+  ): void {
     const reason = (error as Error)?.message ?? String(error);
     if (this.options.failMode !== 'closed') {
       this.log(`Cost guard: cost check failed, allowing the step (fail-open): ${reason}`);
@@ -673,7 +782,14 @@ export abstract class CostGuardBase<Id extends string> {
     }
     args.abort(`Cost guard: cost check failed, blocking the step (fail-closed): ${reason}`, {
       retry: false,
-      metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
+      metadata: {
+        processorId: this.id,
+        usage: { estimatedCost: null, costUnit: null },
+        maxCost,
+        scope: this.scope,
+        ...(scopeKey ? { scopeKey } : {}),
+        threshold: 'hard',
+      },
     });
   }
 
@@ -683,17 +799,30 @@ export abstract class CostGuardBase<Id extends string> {
    * fails open when the cost cannot be read, so the step runs (a warning, once), unless
    * `failMode: 'closed'`.
    */
-  private unregistered(args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>, maxCost: number, scopeKey: string | undefined): void {
+  private unregistered(
+    args: CostGuardStepArgs<CostGuardTripwireMetadata<Id>>,
+    maxCost: number,
+    scopeKey: string | undefined,
+  ): void {
     const why = `${this.labels.className} has no Tollgate client and was not registered with a Mastra instance, so it has no observability storage to read the cost from`;
     if (this.options.failMode === 'closed') {
       args.abort(`Cost guard: ${why}; blocking the step (fail-closed)`, {
         retry: false,
-        metadata: { processorId: this.id, usage: { estimatedCost: null, costUnit: null }, maxCost, scope: this.scope, ...(scopeKey ? { scopeKey } : {}), threshold: 'hard' },
+        metadata: {
+          processorId: this.id,
+          usage: { estimatedCost: null, costUnit: null },
+          maxCost,
+          scope: this.scope,
+          ...(scopeKey ? { scopeKey } : {}),
+          threshold: 'hard',
+        },
       });
     }
     if (this.warnedUnregistered) return;
     this.warnedUnregistered = true;
-    this.log(`Cost guard: ${why}; the cost is not checked and steps run (fail-open). Pass \`client\`, or register the agent with a Mastra instance that has observability storage.`);
+    this.log(
+      `Cost guard: ${why}; the cost is not checked and steps run (fail-open). Pass \`client\`, or register the agent with a Mastra instance that has observability storage.`,
+    );
   }
 
   /**
@@ -746,7 +875,9 @@ export abstract class CostGuardBase<Id extends string> {
     // An unrecorded reservation keeps holding the worst case until it expires, then stops counting.
     const failed = (error: unknown) => {
       step.recorded = false;
-      this.log(`Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`);
+      this.log(
+        `Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`,
+      );
     };
     let delivery: Promise<unknown> | undefined;
     try {
@@ -889,7 +1020,10 @@ interface FinishPayload {
 }
 
 /** What the step's usage will mean: the model's full provider id (`anthropic.messages`) and spec version. */
-function usageMeaning(model: ModelShape | undefined, provider: string): Pick<PendingStep, 'providerId' | 'specVersion'> {
+function usageMeaning(
+  model: ModelShape | undefined,
+  provider: string,
+): Pick<PendingStep, 'providerId' | 'specVersion'> {
   if (typeof model !== 'object' || model === null) return { providerId: provider };
   const spec = (model as { specificationVersion?: unknown }).specificationVersion;
   return { providerId: model.provider ?? provider, ...(spec === 'v2' || spec === 'v3' ? { specVersion: spec } : {}) };

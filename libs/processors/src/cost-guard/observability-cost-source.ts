@@ -4,14 +4,24 @@ import type { CostGuardBreakdownEntry, CostGuardUsage } from './cost-guard.proce
 
 /** The observability store methods the seed-compatible mode calls (any Mastra store that has them). */
 export interface ObservabilityStoreShape {
-  getMetricAggregate(query: { name: string[]; aggregation: 'sum'; filters: Record<string, unknown> }): Promise<{ estimatedCost?: number | null; costUnit?: string | null }>;
+  getMetricAggregate(query: {
+    name: string[];
+    aggregation: 'sum';
+    filters: Record<string, unknown>;
+  }): Promise<{ estimatedCost?: number | null; costUnit?: string | null }>;
   getMetricBreakdown?(query: {
     name: string[];
     groupBy: string[];
     aggregation: 'sum';
     filters: Record<string, unknown>;
     limit: number;
-  }): Promise<{ groups: Array<{ dimensions: Record<string, string | null | undefined>; estimatedCost?: number | null; costUnit?: string | null }> }>;
+  }): Promise<{
+    groups: Array<{
+      dimensions: Record<string, string | null | undefined>;
+      estimatedCost?: number | null;
+      costUnit?: string | null;
+    }>;
+  }>;
 }
 
 /** The token metrics whose estimated cost Mastra records per model call. */
@@ -38,7 +48,11 @@ export class ObservabilityCostSource {
 
   /** Agent-attributed cost of the scope, within the window (all of the trace for `run`). */
   async cost(scope: GuardScope, id: string, window: GuardWindow): Promise<CostGuardUsage> {
-    const result = await this.store.getMetricAggregate({ name: TOKEN_COST_METRICS, aggregation: 'sum', filters: this.filters(scope, id, window) });
+    const result = await this.store.getMetricAggregate({
+      name: TOKEN_COST_METRICS,
+      aggregation: 'sum',
+      filters: this.filters(scope, id, window),
+    });
     return { estimatedCost: result.estimatedCost ?? null, costUnit: result.costUnit ?? null };
   }
 

@@ -55,7 +55,8 @@ export class BpeCodec {
     for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
       const bytes = Buffer.from(match[0], 'utf8');
       const bounds = this.mergePiece(bytes);
-      for (let i = 0; i + 1 < bounds.length; i++) out.push(this.ranks.get(bytes.toString('base64', bounds[i], bounds[i + 1]))!);
+      for (let i = 0; i + 1 < bounds.length; i++)
+        out.push(this.ranks.get(bytes.toString('base64', bounds[i], bounds[i + 1]))!);
     }
     return out;
   }
@@ -122,11 +123,13 @@ class RankTable {
       if (i < length && text.charCodeAt(i) === 0x20) {
         i++;
         let rank = 0;
-        for (let c = text.charCodeAt(i); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++i)) rank = rank * 10 + (c - 0x30);
+        for (let c = text.charCodeAt(i); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++i))
+          rank = rank * 10 + (c - 0x30);
         while (i < length && text.charCodeAt(i) === 0x20) {
           const start = ++i;
           let h = FNV_OFFSET;
-          for (let c = text.charCodeAt(i); i < length && c !== 0x20 && c !== 0x0a; c = text.charCodeAt(++i)) h = Math.imul(h ^ c, FNV_PRIME);
+          for (let c = text.charCodeAt(i); i < length && c !== 0x20 && c !== 0x0a; c = text.charCodeAt(++i))
+            h = Math.imul(h ^ c, FNV_PRIME);
           if (i > start) {
             starts[n] = start;
             ends[n] = i;

@@ -17,7 +17,8 @@ export class TokenCountCache {
    *   few long threads' histories in a few megabytes.
    */
   constructor(readonly maxEntries = 50_000) {
-    if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError('TokenCountCache maxEntries must be a positive integer');
+    if (!Number.isInteger(maxEntries) || maxEntries < 1)
+      throw new RangeError('TokenCountCache maxEntries must be a positive integer');
   }
 
   /** The cached count for `id`, if it was made for this exact content `version`. */
@@ -33,7 +34,10 @@ export class TokenCountCache {
     this.entries.delete(id);
     this.entries.set(id, { version, tokens, used: false });
     while (this.entries.size > this.maxEntries) {
-      const [oldest, entry] = this.entries.entries().next().value as [string, { version: string; tokens: number; used: boolean }];
+      const [oldest, entry] = this.entries.entries().next().value as [
+        string,
+        { version: string; tokens: number; used: boolean },
+      ];
       this.entries.delete(oldest);
       if (entry.used && oldest !== id) {
         entry.used = false;

@@ -38,7 +38,12 @@ describe('MessageTokenCounter', () => {
     const result = { temperature: 21.5, sky: 'clear' };
     const call = counter.countMessage(toolMessage('c1', 'getWeather', args));
     const done = counter.countMessage(toolMessage('c2', 'getWeather', args, result));
-    const base = TOKENS_PER_MESSAGE + exact('assistant') + TOKENS_PER_TOOL_CALL + exact('getWeather') + exact(JSON.stringify(args));
+    const base =
+      TOKENS_PER_MESSAGE +
+      exact('assistant') +
+      TOKENS_PER_TOOL_CALL +
+      exact('getWeather') +
+      exact(JSON.stringify(args));
     expect(call).toBe(base);
     expect(done).toBe(base + TOKENS_PER_TOOL_RESULT + exact(JSON.stringify(result)));
   });
@@ -57,22 +62,38 @@ describe('MessageTokenCounter', () => {
         ],
       },
     };
-    expect(counter.countMessage(message)).toBe(TOKENS_PER_MESSAGE + exact('user') + exact('what is this?') + DEFAULT_IMAGE_TOKENS + 1000);
+    expect(counter.countMessage(message)).toBe(
+      TOKENS_PER_MESSAGE + exact('user') + exact('what is this?') + DEFAULT_IMAGE_TOKENS + 1000,
+    );
     const screenshot = toolMessage('c3', 'screenshot', {}, { data: base64, mediaType: 'image/jpeg' });
     expect(counter.countMessage(screenshot)).toBe(
-      TOKENS_PER_MESSAGE + exact('assistant') + TOKENS_PER_TOOL_CALL + exact('screenshot') + exact('{}') + TOKENS_PER_TOOL_RESULT + DEFAULT_IMAGE_TOKENS,
+      TOKENS_PER_MESSAGE +
+        exact('assistant') +
+        TOKENS_PER_TOOL_CALL +
+        exact('screenshot') +
+        exact('{}') +
+        TOKENS_PER_TOOL_RESULT +
+        DEFAULT_IMAGE_TOKENS,
     );
   });
 
   it('costs nothing for parts the model never receives', () => {
     const counter = new MessageTokenCounter();
-    const message = { id: uid(), role: 'assistant', content: { parts: [{ type: 'step-start' }, { type: 'source' }, { type: 'data-progress' }, { type: 'text', text: 'hi' }] } };
+    const message = {
+      id: uid(),
+      role: 'assistant',
+      content: {
+        parts: [{ type: 'step-start' }, { type: 'source' }, { type: 'data-progress' }, { type: 'text', text: 'hi' }],
+      },
+    };
     expect(counter.countMessage(message)).toBe(TOKENS_PER_MESSAGE + exact('assistant') + exact('hi'));
   });
 
   it('encodes a message once across steps and across runs that reload it as a new object', () => {
     const counter = new MessageTokenCounter();
-    const history = Array.from({ length: 200 }, (_, i) => text(i % 2 ? 'assistant' : 'user', `message number ${i} with a little text`));
+    const history = Array.from({ length: 200 }, (_, i) =>
+      text(i % 2 ? 'assistant' : 'user', `message number ${i} with a little text`),
+    );
     const first = history.reduce((sum, m) => sum + counter.countMessage(m), 0);
     const encodedAfterFirstPass = counter.encodedStrings;
     for (let step = 0; step < 20; step++) {
@@ -91,7 +112,9 @@ describe('MessageTokenCounter', () => {
     expect(counter.countMessage(withResult)).toBe(before + TOKENS_PER_TOOL_RESULT + exact('three results'));
     const appended = text('assistant', 'Hello', id);
     (appended.content.parts as Array<{ type: string; text?: string }>).push({ type: 'text', text: ' world, again' });
-    expect(counter.countMessage(appended)).toBe(TOKENS_PER_MESSAGE + exact('assistant') + exact('Hello') + exact(' world, again'));
+    expect(counter.countMessage(appended)).toBe(
+      TOKENS_PER_MESSAGE + exact('assistant') + exact('Hello') + exact(' world, again'),
+    );
   });
 
   it('re-encodes every time when the cache is disabled', () => {
@@ -110,17 +133,33 @@ describe('MessageTokenCounter on provider prompts and bounds', () => {
     const args = { city: 'Paris' };
     const result = { temperature: 21.5, sky: 'clear' };
     const stored = counter.countMessage(toolMessage('c1', 'getWeather', args, result));
-    const call = counter.countPromptMessage({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: args }] });
-    const done = counter.countPromptMessage({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'getWeather', output: { type: 'json', value: result } }] });
+    const call = counter.countPromptMessage({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: args }],
+    });
+    const done = counter.countPromptMessage({
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: 'c1', toolName: 'getWeather', output: { type: 'json', value: result } },
+      ],
+    });
     expect(call + done).toBe(stored);
     const body = 'Bonjour à tous, '.repeat(40);
-    expect(counter.countPromptMessage({ role: 'user', content: [{ type: 'text', text: body }] })).toBe(counter.countMessage(text('user', body)));
-    expect(counter.countPromptMessage({ role: 'system', content: 'Be brief.' })).toBe(counter.countSystemMessage({ role: 'system', content: 'Be brief.' }));
+    expect(counter.countPromptMessage({ role: 'user', content: [{ type: 'text', text: body }] })).toBe(
+      counter.countMessage(text('user', body)),
+    );
+    expect(counter.countPromptMessage({ role: 'system', content: 'Be brief.' })).toBe(
+      counter.countSystemMessage({ role: 'system', content: 'Be brief.' }),
+    );
   });
 
   it('bounds each message from below without encoding it', () => {
     const counter = new MessageTokenCounter();
-    const messages = [text('user', 'The quick brown fox, naïvely — 42 times! 🦊'), toolMessage('c2', 'search', { q: 'a b c' }, { hits: ['x y', 'z'] }), text('assistant', '')];
+    const messages = [
+      text('user', 'The quick brown fox, naïvely — 42 times! 🦊'),
+      toolMessage('c2', 'search', { q: 'a b c' }, { hits: ['x y', 'z'] }),
+      text('assistant', ''),
+    ];
     for (const m of messages) expect(counter.minTokens(m)).toBeLessThanOrEqual(counter.countMessage(m));
     expect(counter.minTokens(text('user', 'one two three'))).toBe(TOKENS_PER_MESSAGE + exact('user') + 3);
   });

@@ -164,7 +164,11 @@ export class MessageTokenCounter {
    * texts are memoized by value, as prompt messages are rebuilt at every step.
    */
   countPromptMessage(message: PromptMessageShape): number {
-    return this.promptCost(message, (t) => this.countTextMemo(t), (v) => this.countPayload(v));
+    return this.promptCost(
+      message,
+      (t) => this.countTextMemo(t),
+      (v) => this.countPayload(v),
+    );
   }
 
   /** A lower bound of {@link countPromptMessage}, without encoding (see {@link minTokens}). */
@@ -172,7 +176,11 @@ export class MessageTokenCounter {
     return this.promptCost(message, minTextTokens, (v) => this.minPayloadTokens(v));
   }
 
-  private promptCost(message: PromptMessageShape, text: (t: string) => number, payload: (v: unknown) => number): number {
+  private promptCost(
+    message: PromptMessageShape,
+    text: (t: string) => number,
+    payload: (v: unknown) => number,
+  ): number {
     const content = message.content;
     const framed = message.role !== 'tool';
     let tokens = framed ? TOKENS_PER_MESSAGE + this.countRole(message.role) : 0;
@@ -192,7 +200,8 @@ export class MessageTokenCounter {
           break;
         case 'file':
         case 'image':
-          tokens += (part.mediaType ?? '').startsWith('image/') || part.type === 'image' ? this.imageTokens : this.fileTokens;
+          tokens +=
+            (part.mediaType ?? '').startsWith('image/') || part.type === 'image' ? this.imageTokens : this.fileTokens;
           break;
         default:
           break;
@@ -219,7 +228,8 @@ export class MessageTokenCounter {
         let tokens = 0;
         for (const entry of o.value as Array<{ type?: string; text?: string; mediaType?: string }>) {
           if (entry?.type === 'text' && typeof entry.text === 'string') tokens += text(entry.text);
-          else if (typeof entry?.mediaType === 'string') tokens += entry.mediaType.startsWith('image/') ? this.imageTokens : this.fileTokens;
+          else if (typeof entry?.mediaType === 'string')
+            tokens += entry.mediaType.startsWith('image/') ? this.imageTokens : this.fileTokens;
           else tokens += payload(entry);
         }
         return tokens;
@@ -260,13 +270,16 @@ export class MessageTokenCounter {
             break;
           case 'reasoning':
             tokens += minTextTokens(part.reasoning ?? '');
-            for (const detail of part.details ?? []) if (typeof detail.text === 'string') tokens += minTextTokens(detail.text);
+            for (const detail of part.details ?? [])
+              if (typeof detail.text === 'string') tokens += minTextTokens(detail.text);
             break;
           case 'tool-invocation': {
             const invocation = part.toolInvocation;
             if (!invocation) break;
-            tokens += TOKENS_PER_TOOL_CALL + minTextTokens(invocation.toolName ?? '') + this.minPayloadTokens(invocation.args);
-            if (invocation.state === 'result') tokens += TOKENS_PER_TOOL_RESULT + this.minPayloadTokens(invocation.result);
+            tokens +=
+              TOKENS_PER_TOOL_CALL + minTextTokens(invocation.toolName ?? '') + this.minPayloadTokens(invocation.args);
+            if (invocation.state === 'result')
+              tokens += TOKENS_PER_TOOL_RESULT + this.minPayloadTokens(invocation.result);
             break;
           }
           default:
@@ -330,14 +343,16 @@ export class MessageTokenCounter {
       case 'reasoning': {
         // Counted although some providers drop replayed reasoning: overcounting keeps the limit safe.
         let tokens = this.countText(part.reasoning ?? '');
-        for (const detail of part.details ?? []) if (typeof detail.text === 'string') tokens += this.countText(detail.text);
+        for (const detail of part.details ?? [])
+          if (typeof detail.text === 'string') tokens += this.countText(detail.text);
         return tokens;
       }
       case 'tool-invocation': {
         const invocation = part.toolInvocation;
         if (!invocation) return 0;
         // A result-state invocation stands for both the call and its result: both reach the model.
-        let tokens = TOKENS_PER_TOOL_CALL + this.countText(invocation.toolName ?? '') + this.countPayload(invocation.args);
+        let tokens =
+          TOKENS_PER_TOOL_CALL + this.countText(invocation.toolName ?? '') + this.countPayload(invocation.args);
         if (invocation.state === 'result') tokens += TOKENS_PER_TOOL_RESULT + this.countPayload(invocation.result);
         return tokens;
       }
@@ -366,21 +381,26 @@ export class MessageTokenCounter {
    */
   private mediaEstimate(value: unknown): number | undefined {
     const isMedia = (v: unknown): v is { mediaType?: string; mimeType?: string } =>
-      !!v && typeof v === 'object' && typeof (v as { data?: unknown }).data === 'string' &&
-      (typeof (v as { mediaType?: unknown }).mediaType === 'string' || typeof (v as { mimeType?: unknown }).mimeType === 'string');
+      !!v &&
+      typeof v === 'object' &&
+      typeof (v as { data?: unknown }).data === 'string' &&
+      (typeof (v as { mediaType?: unknown }).mediaType === 'string' ||
+        typeof (v as { mimeType?: unknown }).mimeType === 'string');
     const estimate = (v: { mediaType?: string; mimeType?: string }) =>
       (v.mediaType ?? v.mimeType ?? '').startsWith('image/') ? this.imageTokens : this.fileTokens;
     if (isMedia(value)) return estimate(value);
     const entries = Array.isArray(value)
       ? value
-      : (value as { type?: unknown; value?: unknown }).type === 'content' && Array.isArray((value as { value?: unknown }).value)
-        ? ((value as { value: unknown[] }).value)
+      : (value as { type?: unknown; value?: unknown }).type === 'content' &&
+          Array.isArray((value as { value?: unknown }).value)
+        ? (value as { value: unknown[] }).value
         : undefined;
     if (!entries || entries.length === 0 || !entries.some(isMedia)) return undefined;
     let tokens = 0;
     for (const entry of entries) {
       if (isMedia(entry)) tokens += estimate(entry);
-      else if (entry && typeof (entry as { text?: unknown }).text === 'string') tokens += this.countText((entry as { text: string }).text);
+      else if (entry && typeof (entry as { text?: unknown }).text === 'string')
+        tokens += this.countText((entry as { text: string }).text);
       else tokens += this.countText(this.serialize(entry));
     }
     return tokens;
@@ -480,5 +500,15 @@ export function minTextTokens(text: string): number {
 /** JavaScript's `\s`: WhiteSpace and LineTerminator code points. */
 function isWhitespace(c: number): boolean {
   if (c < 0x80) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }

@@ -1,6 +1,10 @@
 import { selectMessages, type Candidate } from './select-messages';
 
-const msg = (tokens: number, toolCallIds: string[] = [], isProtected = false): Candidate => ({ tokens, toolCallIds, protected: isProtected });
+const msg = (tokens: number, toolCallIds: string[] = [], isProtected = false): Candidate => ({
+  tokens,
+  toolCallIds,
+  protected: isProtected,
+});
 const kept = (s: ReturnType<typeof selectMessages>) => (s.ok ? s.keep.flatMap((k, i) => (k ? [i] : [])) : s.reason);
 
 describe('selectMessages', () => {
@@ -36,7 +40,12 @@ describe('selectMessages', () => {
 
   it('counts only what it needs: newest first, ruling out by lower bound, stopping once nothing can fit', () => {
     const counted: number[] = [];
-    const lazy = (i: number, tokens: number, minTokens = tokens): Candidate => ({ tokens: () => (counted.push(i), tokens), minTokens, toolCallIds: [], protected: false });
+    const lazy = (i: number, tokens: number, minTokens = tokens): Candidate => ({
+      tokens: () => (counted.push(i), tokens),
+      minTokens,
+      toolCallIds: [],
+      protected: false,
+    });
     // Budget 50: 4 (20) and 3 (25) fit and leave 5; the bounds of 2 (30) and 0 (6) rule them out; 1's bound fits but not its count.
     const history = [lazy(0, 9, 6), lazy(1, 7, 4), lazy(2, 40, 30), lazy(3, 25), lazy(4, 20)];
     expect(kept(selectMessages(history, 50, 'best-fit', { floor: 4 }))).toEqual([3, 4]);
@@ -48,10 +57,18 @@ describe('selectMessages', () => {
   });
 
   it('reports when protected messages alone exceed the budget', () => {
-    expect(selectMessages([msg(10), msg(70, ['t1'], true)], 60, 'best-fit')).toEqual({ ok: false, reason: 'protected-exceeds', protectedTokens: 70 });
+    expect(selectMessages([msg(10), msg(70, ['t1'], true)], 60, 'best-fit')).toEqual({
+      ok: false,
+      reason: 'protected-exceeds',
+      protectedTokens: 70,
+    });
   });
 
   it('reports when no message fits', () => {
-    expect(selectMessages([msg(80), msg(90)], 60, 'best-fit')).toEqual({ ok: false, reason: 'none-fit', protectedTokens: 0 });
+    expect(selectMessages([msg(80), msg(90)], 60, 'best-fit')).toEqual({
+      ok: false,
+      reason: 'none-fit',
+      protectedTokens: 0,
+    });
   });
 });

@@ -45,7 +45,8 @@ export function groupByToolCall(candidates: readonly Pick<Candidate, 'toolCallId
   for (let i = 0; i < n && !linked; i++) linked = candidates[i]!.toolCallIds.length > 0;
   if (!linked) {
     const singles: Group[] = new Array(n);
-    for (let i = n - 1; i >= 0; i--) singles[n - 1 - i] = { members: [i], newest: i, protected: candidates[i]!.protected };
+    for (let i = n - 1; i >= 0; i--)
+      singles[n - 1 - i] = { members: [i], newest: i, protected: candidates[i]!.protected };
     return singles;
   }
   const parent = candidates.map((_, i) => i);
@@ -101,7 +102,12 @@ export interface SelectOptions {
  * counted only when its lower bound fits, and the walk ends once less than `floor` is left, so a
  * long history that does not fit costs about what is kept.
  */
-export function selectMessages(candidates: readonly Candidate[], budget: number, mode: TrimMode, options: SelectOptions = {}): Selection {
+export function selectMessages(
+  candidates: readonly Candidate[],
+  budget: number,
+  mode: TrimMode,
+  options: SelectOptions = {},
+): Selection {
   const floor = Math.max(options.floor ?? 1, Number.MIN_VALUE);
   const counted = new Map<number, number>();
   const exact = (i: number): number => {

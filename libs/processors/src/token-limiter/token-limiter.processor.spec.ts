@@ -39,14 +39,22 @@ describe('TokenLimiterProcessor input', () => {
   it('processInput keeps system messages, then the newest messages that fit (best-fit skips and keeps looking)', async () => {
     const history = [sized(10), sized(50), sized(10), sized(30)];
     const limiter = new TokenLimiterProcessor(limitFor(50));
-    const kept = await limiter.processInput({ messages: history, systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    const kept = await limiter.processInput({
+      messages: history,
+      systemMessages: [{ role: 'system', content: SYSTEM }],
+      abort,
+    });
     expect(ids(kept)).toEqual(ids([history[0]!, history[2]!, history[3]!]));
   });
 
   it('processInput in contiguous mode keeps an unbroken suffix of the conversation', async () => {
     const history = [sized(10), sized(50), sized(10), sized(30)];
     const limiter = new TokenLimiterProcessor({ limit: limitFor(50), trimMode: 'contiguous' });
-    const kept = await limiter.processInput({ messages: history, systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    const kept = await limiter.processInput({
+      messages: history,
+      systemMessages: [{ role: 'system', content: SYSTEM }],
+      abort,
+    });
     expect(ids(kept)).toEqual(ids(history.slice(2)));
   });
 
@@ -65,7 +73,11 @@ describe('TokenLimiterProcessor input', () => {
     const question = sized(10);
     const budget = counter.countMessage(result) + counter.countMessage(question) + 5; // room for the result, not for its call
     const small = new TokenLimiterProcessor(limitFor(budget));
-    const kept = await small.processInput({ messages: [call, result, question], systemMessages: [{ role: 'system', content: SYSTEM }], abort });
+    const kept = await small.processInput({
+      messages: [call, result, question],
+      systemMessages: [{ role: 'system', content: SYSTEM }],
+      abort,
+    });
     expect(ids(kept)).toEqual(ids([question]));
   });
 
@@ -78,7 +90,12 @@ describe('TokenLimiterProcessor input', () => {
     for (let step = 0; step < 3; step++) {
       const next = sized(20);
       list.add(next as never, 'input');
-      const result = await limiter.processInputStep({ messages: list.get.all.db(), messageList: list as never, abort, stepNumber: step });
+      const result = await limiter.processInputStep({
+        messages: list.get.all.db(),
+        messageList: list as never,
+        abort,
+        stepNumber: step,
+      });
       expect(result).toBeUndefined();
       expect(list.get.all.db()).toHaveLength(3);
       expect(list.get.all.db().at(-1)!.id).toBe(next.id);
@@ -100,17 +117,30 @@ describe('TokenLimiterProcessor input', () => {
     // question alone, and the model would call the same tools again.
     const budget = responseTokens - 1;
     const limiter = new TokenLimiterProcessor(limitFor(budget));
-    const error = await caught(() => limiter.processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 2 }));
+    const error = await caught(() =>
+      limiter.processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 2 }),
+    );
     expect(error.message).toBe(
       "TokenLimiterProcessor: This run's tool calls and results alone exceed the remaining token budget. Dropping them would make the agent repeat them.",
     );
     expect(error.options).toEqual({
       retry: false,
-      metadata: { systemTokens: systemCost(SYSTEM), limit: limitFor(budget), remainingBudget: budget, messageCount: 2, protectedTokens: responseTokens },
+      metadata: {
+        systemTokens: systemCost(SYSTEM),
+        limit: limitFor(budget),
+        remainingBudget: budget,
+        messageCount: 2,
+        protectedTokens: responseTokens,
+      },
     });
 
     // With room for the run's traffic, older messages make way for it.
-    await new TokenLimiterProcessor(limitFor(responseTokens + 5)).processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 2 });
+    await new TokenLimiterProcessor(limitFor(responseTokens + 5)).processInputStep({
+      messages: [],
+      messageList: list as never,
+      abort,
+      stepNumber: 2,
+    });
     expect(ids(list.get.all.db())).toEqual([response!.id]);
   });
 
@@ -125,37 +155,82 @@ describe('TokenLimiterProcessor input', () => {
     (list as unknown as { drainUnsavedMessages(): unknown }).drainUnsavedMessages(); // as the save queue does mid-run
     const toolTokens = new TokenLimiterProcessor(1).counter.countMessage(list.get.all.db().at(-1) as MessageShape);
     const limiter = new TokenLimiterProcessor(limitFor(toolTokens + 20));
-    const steps = [{ content: [{ type: 'tool-call', toolCallId: 't9' }, { type: 'tool-result', toolCallId: 't9' }] }];
-    await limiter.processInputStep({ messages: [], messageList: list as never, abort, stepNumber: 1, steps, state: {} });
+    const steps = [
+      {
+        content: [
+          { type: 'tool-call', toolCallId: 't9' },
+          { type: 'tool-result', toolCallId: 't9' },
+        ],
+      },
+    ];
+    await limiter.processInputStep({
+      messages: [],
+      messageList: list as never,
+      abort,
+      stepNumber: 1,
+      steps,
+      state: {},
+    });
     expect(ids(list.get.all.db())).toEqual([question.id, tool.id]);
   });
 
   it('aborts with a TripWire when there are no messages', async () => {
-    const error = await caught(() => new TokenLimiterProcessor(100).processInput({ messages: [], systemMessages: [{ role: 'system', content: SYSTEM }], abort }));
-    expect(error.message).toBe('TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.');
-    expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit: 100, messageCount: 0 } });
+    const error = await caught(() =>
+      new TokenLimiterProcessor(100).processInput({
+        messages: [],
+        systemMessages: [{ role: 'system', content: SYSTEM }],
+        abort,
+      }),
+    );
+    expect(error.message).toBe(
+      'TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.',
+    );
+    expect(error.options).toEqual({
+      retry: false,
+      metadata: { systemTokens: systemCost(SYSTEM), limit: 100, messageCount: 0 },
+    });
   });
 
   it('aborts with a TripWire when system messages alone exceed the limit', async () => {
     const limit = systemCost(SYSTEM) + TOKENS_PER_CONVERSATION; // no room left for any message
-    const error = await caught(() => new TokenLimiterProcessor(limit).processInput({ messages: [sized(5)], systemMessages: [{ role: 'system', content: SYSTEM }], abort }));
-    expect(error.message).toBe('TokenLimiterProcessor: System messages alone exceed token limit. Requests cannot be completed by removing system messages.');
+    const error = await caught(() =>
+      new TokenLimiterProcessor(limit).processInput({
+        messages: [sized(5)],
+        systemMessages: [{ role: 'system', content: SYSTEM }],
+        abort,
+      }),
+    );
+    expect(error.message).toBe(
+      'TokenLimiterProcessor: System messages alone exceed token limit. Requests cannot be completed by removing system messages.',
+    );
     expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit } });
   });
 
   it('aborts with a TripWire when no message fits', async () => {
     const error = await caught(() =>
-      new TokenLimiterProcessor(limitFor(9)).processInput({ messages: [sized(10), sized(12)], systemMessages: [{ role: 'system', content: SYSTEM }], abort }),
+      new TokenLimiterProcessor(limitFor(9)).processInput({
+        messages: [sized(10), sized(12)],
+        systemMessages: [{ role: 'system', content: SYSTEM }],
+        abort,
+      }),
     );
-    expect(error.message).toBe('TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.');
-    expect(error.options).toEqual({ retry: false, metadata: { systemTokens: systemCost(SYSTEM), limit: limitFor(9), remainingBudget: 9, messageCount: 2 } });
+    expect(error.message).toBe(
+      'TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.',
+    );
+    expect(error.options).toEqual({
+      retry: false,
+      metadata: { systemTokens: systemCost(SYSTEM), limit: limitFor(9), remainingBudget: 9, messageCount: 2 },
+    });
   });
 
   it('with a guard, trims to the smaller of its limit and the token budget Tollgate has left', async () => {
     const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 0, outputPerMillion: 0 } });
     const maxTotalTokens = 1_000;
     tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', maxTotalTokens - limitFor(40), 0); // leaves room for two 20-token messages
-    const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits: [{ scope: 'resource', window: '24h', maxTotalTokens }] } });
+    const limiter = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, limits: [{ scope: 'resource', window: '24h', maxTotalTokens }] },
+    });
     const list = new MessageList();
     list.addSystem(SYSTEM);
     const history = [sized(20), sized(20), sized(20)];
@@ -188,8 +263,17 @@ describe('TokenLimiterProcessor input', () => {
     const limits = [{ scope: 'resource' as const, maxTotalTokens: 10 }];
     const history = () => [sized(20), sized(20)];
     const open = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits } });
-    expect(await open.processInputStep({ messages: history(), systemMessages: [{ role: 'system', content: SYSTEM }], abort })).toHaveLength(2);
-    const closed = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits, failMode: 'closed' } });
+    expect(
+      await open.processInputStep({
+        messages: history(),
+        systemMessages: [{ role: 'system', content: SYSTEM }],
+        abort,
+      }),
+    ).toHaveLength(2);
+    const closed = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, limits, failMode: 'closed' },
+    });
     const error = await caught(() => closed.processInputStep({ messages: history(), abort }));
     expect(error.message).toBe('TokenLimiterProcessor: Tollgate guard unavailable (connect ECONNREFUSED)');
     expect(error.options?.retry).toBe(false);
@@ -198,7 +282,10 @@ describe('TokenLimiterProcessor input', () => {
 
 describe('TokenLimiterProcessor output', () => {
   const delta = (t: string) => ({ type: 'text-delta', payload: { id: '1', text: t } });
-  async function run(limiter: TokenLimiterProcessor, parts: Array<{ type: string; payload?: unknown; object?: unknown }>) {
+  async function run(
+    limiter: TokenLimiterProcessor,
+    parts: Array<{ type: string; payload?: unknown; object?: unknown }>,
+  ) {
     const state: Record<string, unknown> = {};
     const written: unknown[] = [];
     const writer = { custom: async (p: unknown) => void written.push(p) };
@@ -209,22 +296,64 @@ describe('TokenLimiterProcessor output', () => {
 
   it('passes text while under the limit, then withholds the part that crosses it and all text after', async () => {
     // ' one two three' etc: one token per word.
-    const { out, written } = await run(new TokenLimiterProcessor(5), [delta(' one two'), delta(' three four'), delta(' five six'), delta(' seven')]);
-    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', null, null]);
-    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: 6 }, transient: true }]);
+    const { out, written } = await run(new TokenLimiterProcessor(5), [
+      delta(' one two'),
+      delta(' three four'),
+      delta(' five six'),
+      delta(' seven'),
+    ]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([
+      ' one two',
+      ' three four',
+      null,
+      null,
+    ]);
+    expect(written).toEqual([
+      {
+        type: 'data-token-limit-reached',
+        data: { processorId: 'token-limiter', limit: 5, tokens: 6 },
+        transient: true,
+      },
+    ]);
   });
 
   it('with splitChunks, cuts the part that crosses the limit to what fits', async () => {
     const limiter = new TokenLimiterProcessor({ limit: 5, splitChunks: true });
-    const { out, written } = await run(limiter, [delta(' one two'), delta(' three four'), delta(' five six'), delta(' seven')]);
-    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', ' five', null]);
-    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: 6 }, transient: true }]);
+    const { out, written } = await run(limiter, [
+      delta(' one two'),
+      delta(' three four'),
+      delta(' five six'),
+      delta(' seven'),
+    ]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([
+      ' one two',
+      ' three four',
+      ' five',
+      null,
+    ]);
+    expect(written).toEqual([
+      {
+        type: 'data-token-limit-reached',
+        data: { processorId: 'token-limiter', limit: 5, tokens: 6 },
+        transient: true,
+      },
+    ]);
   });
 
   it('with a limit of 0 withholds every counted part', async () => {
-    const { out, written } = await run(new TokenLimiterProcessor(0), [delta(' one'), { type: 'step-start', payload: {} }, delta(' two')]);
+    const { out, written } = await run(new TokenLimiterProcessor(0), [
+      delta(' one'),
+      { type: 'step-start', payload: {} },
+      delta(' two'),
+    ]);
     expect(out).toEqual([null, { type: 'step-start', payload: {} }, null]);
-    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 0, tokens: 1 }, transient: true }]);
+    expect(written).toEqual([
+      {
+        type: 'data-token-limit-reached',
+        data: { processorId: 'token-limiter', limit: 0, tokens: 1 },
+        transient: true,
+      },
+    ]);
   });
 
   it('never counts or holds lifecycle, reasoning and tool parts', async () => {
@@ -235,7 +364,12 @@ describe('TokenLimiterProcessor output', () => {
       { type: 'tool-result', payload: { toolCallId: 'x', result: 'long '.repeat(50) } },
       { type: 'step-finish', payload: {} },
     ];
-    const { out, written } = await run(new TokenLimiterProcessor(3), [delta(' one two three'), delta(' four'), ...lifecycle, delta(' five')]);
+    const { out, written } = await run(new TokenLimiterProcessor(3), [
+      delta(' one two three'),
+      delta(' four'),
+      ...lifecycle,
+      delta(' five'),
+    ]);
     expect(out.slice(2, 7)).toEqual(lifecycle);
     expect(out[1]).toBeNull();
     expect(out[7]).toBeNull();
@@ -247,7 +381,11 @@ describe('TokenLimiterProcessor output', () => {
     const { out, written } = await run(new TokenLimiterProcessor(5), [object]);
     expect(out).toEqual([null]);
     expect(written).toEqual([
-      { type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 5, tokens: exact(JSON.stringify(object.object)) }, transient: true },
+      {
+        type: 'data-token-limit-reached',
+        data: { processorId: 'token-limiter', limit: 5, tokens: exact(JSON.stringify(object.object)) },
+        transient: true,
+      },
     ]);
   });
 
@@ -259,9 +397,25 @@ describe('TokenLimiterProcessor output', () => {
   });
 
   it('counts only the current part in part mode', async () => {
-    const { out, written } = await run(new TokenLimiterProcessor({ limit: 2, countMode: 'part' }), [delta(' one two'), delta(' three four'), delta(' five six seven'), delta(' eight')]);
-    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([' one two', ' three four', null, ' eight']);
-    expect(written).toEqual([{ type: 'data-token-limit-reached', data: { processorId: 'token-limiter', limit: 2, tokens: 3 }, transient: true }]);
+    const { out, written } = await run(new TokenLimiterProcessor({ limit: 2, countMode: 'part' }), [
+      delta(' one two'),
+      delta(' three four'),
+      delta(' five six seven'),
+      delta(' eight'),
+    ]);
+    expect(out.map((p) => (p ? (p.payload as { text: string }).text : null))).toEqual([
+      ' one two',
+      ' three four',
+      null,
+      ' eight',
+    ]);
+    expect(written).toEqual([
+      {
+        type: 'data-token-limit-reached',
+        data: { processorId: 'token-limiter', limit: 2, tokens: 3 },
+        transient: true,
+      },
+    ]);
   });
 
   it('processOutputResult truncates assistant text to the limit across parts, without breaking an emoji', async () => {
@@ -270,7 +424,11 @@ describe('TokenLimiterProcessor output', () => {
     const firstTokens = exact(first);
     const limiter = new TokenLimiterProcessor(firstTokens + 4);
     const user = text('user', 'x'.repeat(500));
-    const answer = { id: uid(), role: 'assistant', content: { parts: [{ type: 'text', text: first }, { type: 'step-start' }, { type: 'text', text: second }] } };
+    const answer = {
+      id: uid(),
+      role: 'assistant',
+      content: { parts: [{ type: 'text', text: first }, { type: 'step-start' }, { type: 'text', text: second }] },
+    };
     const [u, a] = await limiter.processOutputResult({ messages: [user, answer], abort });
     expect(u).toBe(user);
     const parts = a!.content.parts as Array<{ type: string; text?: string }>;

@@ -11,7 +11,12 @@ import type {
   TracingShape,
 } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
-import { MessageTokenCounter, TOKENS_PER_CONVERSATION, type CountLookup, type PromptMessageShape } from '../token-count/message-token-counter';
+import {
+  MessageTokenCounter,
+  TOKENS_PER_CONVERSATION,
+  type CountLookup,
+  type PromptMessageShape,
+} from '../token-count/message-token-counter';
 import { modelIds, readContextIds } from '../tollgate/context-ids';
 import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
 import { selectMessages, type Candidate, type TrimMode } from './select-messages';
@@ -112,7 +117,10 @@ export interface RunStepShape {
 }
 
 /** Arguments of `processLLMRequest` (a subset of Mastra's `ProcessLLMRequestArgs`). */
-export interface TokenLimiterRequestArgs<P extends PromptMessageShape = PromptMessageShape, M extends MessageShape = MessageShape> extends TracingShape {
+export interface TokenLimiterRequestArgs<
+  P extends PromptMessageShape = PromptMessageShape,
+  M extends MessageShape = MessageShape,
+> extends TracingShape {
   /** The provider prompt about to be sent, after every earlier processor rewrote it. */
   prompt: P[];
   abort: AbortFn<TokenLimiterTripwireMetadata>;
@@ -180,7 +188,8 @@ export class TokenLimiterProcessor {
   /** @param options - A token limit, or {@link TokenLimiterOptions}. */
   constructor(options: number | TokenLimiterOptions) {
     const o: TokenLimiterOptions = typeof options === 'number' ? { limit: options } : options;
-    if (typeof o.limit !== 'number' || Number.isNaN(o.limit) || o.limit < 0) throw new RangeError('TokenLimiterProcessor limit must be a number ≥ 0');
+    if (typeof o.limit !== 'number' || Number.isNaN(o.limit) || o.limit < 0)
+      throw new RangeError('TokenLimiterProcessor limit must be a number ≥ 0');
     this.maxTokens = o.limit;
     this.splitChunks = o.splitChunks ?? false;
     this.strategy = o.strategy ?? 'truncate';
@@ -231,8 +240,16 @@ export class TokenLimiterProcessor {
     const { limit, guardRemainingTokens } = await this.stepLimit(args);
     const systemMessages = list?.getAllSystemMessages() ?? args.systemMessages ?? [];
     const protectedIds = new Set<string>();
-    for (const message of messages) if (toolCallIdsOf(message).some((id) => runToolCalls.has(id))) protectedIds.add(message.id);
-    const { kept, dropped } = this.trim(messages, systemMessages, protectedIds, args.abort, limit, guardRemainingTokens);
+    for (const message of messages)
+      if (toolCallIdsOf(message).some((id) => runToolCalls.has(id))) protectedIds.add(message.id);
+    const { kept, dropped } = this.trim(
+      messages,
+      systemMessages,
+      protectedIds,
+      args.abort,
+      limit,
+      guardRemainingTokens,
+    );
     if (!list) return kept;
     if (dropped.length > 0) list.removeByIds(dropped.map((m) => m.id));
     return undefined;
@@ -245,7 +262,9 @@ export class TokenLimiterProcessor {
    * results are kept; a call and its results are kept or dropped together. Only this request
    * changes: stored messages and memory keep everything.
    */
-  async processLLMRequest<P extends PromptMessageShape>(args: TokenLimiterRequestArgs<P>): Promise<{ prompt: P[] } | undefined> {
+  async processLLMRequest<P extends PromptMessageShape>(
+    args: TokenLimiterRequestArgs<P>,
+  ): Promise<{ prompt: P[] } | undefined> {
     const { prompt } = args;
     const runToolCalls = this.runToolCallIds(args.state, args.steps, [], args.messageList);
     const { limit, guardRemainingTokens } = await this.stepLimit(args);
@@ -285,7 +304,8 @@ export class TokenLimiterProcessor {
     if (cumulative && state.limitReached === true) return null;
 
     const text = part.type === 'text-delta' ? ((part.payload as { text?: string } | undefined)?.text ?? '') : undefined;
-    const chunkTokens = text !== undefined ? this.counter.countText(text) : this.counter.countText(JSON.stringify(part.object) ?? '');
+    const chunkTokens =
+      text !== undefined ? this.counter.countText(text) : this.counter.countText(JSON.stringify(part.object) ?? '');
     const previous = cumulative && typeof state.tokens === 'number' ? state.tokens : 0;
     const total = previous + chunkTokens;
     if (total <= this.maxTokens) {
@@ -411,7 +431,9 @@ export class TokenLimiterProcessor {
       );
     }
     const remainingBudget = limit - systemTokens - TOKENS_PER_CONVERSATION;
-    const selection = selectMessages(conversation, remainingBudget, this.trimMode, { floor: this.counter.minMessageTokens });
+    const selection = selectMessages(conversation, remainingBudget, this.trimMode, {
+      floor: this.counter.minMessageTokens,
+    });
     if (!selection.ok) {
       const metadata = { systemTokens, limit, remainingBudget, messageCount: conversation.length, ...extra };
       if (selection.reason === 'protected-exceeds') {
@@ -420,16 +442,21 @@ export class TokenLimiterProcessor {
           { retry: false, metadata: { ...metadata, protectedTokens: selection.protectedTokens } },
         );
       }
-      return abort('TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.', {
-        retry: false,
-        metadata,
-      });
+      return abort(
+        'TokenLimiterProcessor: No messages fit within the remaining token budget. Cannot send LLM a request with no messages.',
+        {
+          retry: false,
+          metadata,
+        },
+      );
     }
     return selection.keep;
   }
 
   /** The step's limit: `limit`, or Tollgate's remaining token budget when a guard reports less. */
-  private async stepLimit(args: TokenLimiterStepArgs<MessageShape> | TokenLimiterRequestArgs<PromptMessageShape>): Promise<{ limit: number; guardRemainingTokens?: number }> {
+  private async stepLimit(
+    args: TokenLimiterStepArgs<MessageShape> | TokenLimiterRequestArgs<PromptMessageShape>,
+  ): Promise<{ limit: number; guardRemainingTokens?: number }> {
     if (!this.guard) return { limit: this.maxTokens };
     const remaining = await this.remainingFromGuard(this.guard, args as TokenLimiterStepArgs<MessageShape>);
     if (remaining === undefined || remaining >= this.maxTokens) return { limit: this.maxTokens };
@@ -452,7 +479,8 @@ export class TokenLimiterProcessor {
     const ids = state?.[RUN_TOOL_CALLS] instanceof Set ? (state[RUN_TOOL_CALLS] as Set<string>) : new Set<string>();
     if (state) state[RUN_TOOL_CALLS] = ids;
     for (const step of steps ?? []) {
-      for (const part of step.content ?? []) if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.add(part.toolCallId);
+      for (const part of step.content ?? [])
+        if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.add(part.toolCallId);
       for (const call of step.toolCalls ?? []) {
         const id = call.toolCallId ?? call.payload?.toolCallId;
         if (id) ids.add(id);
@@ -476,7 +504,10 @@ export class TokenLimiterProcessor {
    * violation with its limit and the usage including the estimate; what remains of it is
    * `limit - (usage - estimate)`. Warn-only policies and cost limits do not trim.
    */
-  private async remainingFromGuard<M extends MessageShape>(guard: TokenLimiterGuardOptions, args: TokenLimiterStepArgs<M>): Promise<number | undefined> {
+  private async remainingFromGuard<M extends MessageShape>(
+    guard: TokenLimiterGuardOptions,
+    args: TokenLimiterStepArgs<M>,
+  ): Promise<number | undefined> {
     const context: GuardContext = {
       ...readContextIds(args.requestContext, args),
       entityType: 'agent',
@@ -486,17 +517,29 @@ export class TokenLimiterProcessor {
     const estimate = { ...modelIds(args.model), inputTokens: this.maxTokens, maxOutputTokens: 0 };
     let response;
     try {
-      response = await guard.client.guard.check({ context, ...(guard.limits ? { limits: guard.limits } : {}), estimate, dryRun: true, failMode: guard.failMode ?? 'open' });
+      response = await guard.client.guard.check({
+        context,
+        ...(guard.limits ? { limits: guard.limits } : {}),
+        estimate,
+        dryRun: true,
+        failMode: guard.failMode ?? 'open',
+      });
     } catch (error) {
       if (guard.failMode !== 'closed') return undefined;
-      return args.abort(`TokenLimiterProcessor: Tollgate guard unavailable (${(error as Error)?.message ?? String(error)})`, {
-        retry: false,
-        metadata: { systemTokens: 0, limit: this.maxTokens },
-      });
+      return args.abort(
+        `TokenLimiterProcessor: Tollgate guard unavailable (${(error as Error)?.message ?? String(error)})`,
+        {
+          retry: false,
+          metadata: { systemTokens: 0, limit: this.maxTokens },
+        },
+      );
     }
     // The SDK answers for an unreachable service itself, applying failMode (`reason` says so).
     if (response.decision === 'deny' && response.violations.length === 0) {
-      const why = response.reason === 'busy' ? 'Tollgate guard busy; retry the step later' : `Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`;
+      const why =
+        response.reason === 'busy'
+          ? 'Tollgate guard busy; retry the step later'
+          : `Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`;
       return args.abort(`TokenLimiterProcessor: ${why}`, {
         retry: false,
         metadata: { systemTokens: 0, limit: this.maxTokens },
@@ -518,7 +561,8 @@ const RUN_TOOL_CALLS = 'tollgate.tokenLimiter.runToolCallIds';
 function promptToolCallIdsOf(message: PromptMessageShape): string[] {
   if (typeof message.content === 'string') return [];
   const ids: string[] = [];
-  for (const part of message.content) if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.push(part.toolCallId);
+  for (const part of message.content)
+    if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.push(part.toolCallId);
   return ids;
 }
 

@@ -2,11 +2,15 @@ import { MessageTokenCounter } from '../token-count/message-token-counter';
 import { truncateByTokens } from './truncate-by-tokens';
 
 const codec = new MessageTokenCounter();
-const hasLoneSurrogate = (s: string) => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+const hasLoneSurrogate = (s: string) =>
+  /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 describe('truncateByTokens', () => {
   it('returns the text unchanged when it fits', () => {
-    expect(truncateByTokens(codec, 'short text', 10)).toEqual({ text: 'short text', tokens: codec.countText('short text') });
+    expect(truncateByTokens(codec, 'short text', 10)).toEqual({
+      text: 'short text',
+      tokens: codec.countText('short text'),
+    });
   });
 
   it('keeps exactly the first N tokens of plain text', () => {
@@ -18,7 +22,9 @@ describe('truncateByTokens', () => {
 
   it('never cuts inside an emoji, a ZWJ family, a flag or a surrogate pair', () => {
     const text = 'ok 👨‍👩‍👧‍👦🇫🇷😀😀😀 fin';
-    const graphemes = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text)].map((s) => s.segment);
+    const graphemes = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text)].map(
+      (s) => s.segment,
+    );
     const total = codec.countText(text);
     for (let n = 1; n < total; n++) {
       const { text: cut, tokens } = truncateByTokens(codec, text, n);

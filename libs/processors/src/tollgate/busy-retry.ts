@@ -19,7 +19,10 @@ export function isBusy(response: GuardCheckResponse): boolean {
  * @returns milliseconds in [retryAfterMs, 2 × retryAfterMs)
  */
 export function busyRetryDelay(retryAfterMs: number | undefined, random: () => number): number {
-  const base = typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? Math.min(retryAfterMs, MAX_MS) : FALLBACK_MS;
+  const base =
+    typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs > 0
+      ? Math.min(retryAfterMs, MAX_MS)
+      : FALLBACK_MS;
   return Math.round(base + random() * base);
 }
 
@@ -37,7 +40,12 @@ export interface ServedCheck {
  * propagates. The client is told what is left of the deadline, so one that retries busy answers
  * itself (the SDK) stops where this loop would.
  */
-export async function checkUntilServed(client: TollgateGuardClient, request: GuardCheckRequest, deadlineMs: number, random: () => number = Math.random): Promise<ServedCheck> {
+export async function checkUntilServed(
+  client: TollgateGuardClient,
+  request: GuardCheckRequest,
+  deadlineMs: number,
+  random: () => number = Math.random,
+): Promise<ServedCheck> {
   const startedAt = Date.now();
   for (;;) {
     const busyDeadlineMs = Math.max(0, startedAt + deadlineMs - Date.now());

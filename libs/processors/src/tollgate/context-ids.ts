@@ -36,7 +36,9 @@ export function scopeId(scope: GuardScope, ids: GuardContext): string | undefine
 export function modelIds(model: ModelShape | undefined): { provider: string; model: string } {
   if (typeof model === 'string') {
     const slash = model.indexOf('/');
-    return slash < 0 ? { provider: 'unknown', model } : { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+    return slash < 0
+      ? { provider: 'unknown', model }
+      : { provider: model.slice(0, slash), model: model.slice(slash + 1) };
   }
   return { provider: (model?.provider ?? 'unknown').split('.')[0]!, model: model?.modelId ?? 'unknown' };
 }

@@ -154,7 +154,14 @@ export interface GuardCheckResponse {
   skipped: Array<{ scope: GuardScope; reason: string }>;
   /** Keyed by {@link usageKey}: `'resource:abc@7d'`, or `'run:<id>'`. */
   usage: Record<string, GuardScopeUsage>;
-  reservation?: { id: string; estimatedCost: number; costUnit: string | null; inputTokens: number; outputTokens: number; expiresAt: string };
+  reservation?: {
+    id: string;
+    estimatedCost: number;
+    costUnit: string | null;
+    inputTokens: number;
+    outputTokens: number;
+    expiresAt: string;
+  };
   /** Present whenever the request had an estimate, dry runs included. */
   estimate?: GuardEstimateView;
   /** On an `allow` that holds only if the step's output is capped at `adjust.maxOutputTokens` (`onExceed: 'shrink'`). */

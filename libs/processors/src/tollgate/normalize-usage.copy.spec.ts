@@ -8,6 +8,10 @@ describe('normalize-usage.ts', () => {
   it('is a byte-for-byte copy of libs/contracts/src/usage/normalize-usage.ts', () => {
     const source = readFileSync(join(__dirname, '../../../contracts/src/usage/normalize-usage.ts'), 'utf8');
     const copy = readFileSync(join(__dirname, 'normalize-usage.ts'), 'utf8');
-    expect(copy === source ? 'identical' : 'differs: run cp libs/contracts/src/usage/normalize-usage.ts libs/processors/src/tollgate/normalize-usage.ts').toBe('identical');
+    expect(
+      copy === source
+        ? 'identical'
+        : 'differs: run cp libs/contracts/src/usage/normalize-usage.ts libs/processors/src/tollgate/normalize-usage.ts',
+    ).toBe('identical');
   });
 });

@@ -79,7 +79,12 @@ export interface OpenAIChatUsage {
   /** Parts of `prompt_tokens`. */
   prompt_tokens_details?: { cached_tokens?: Count; audio_tokens?: Count; cache_write_tokens?: Count } | null;
   /** Parts of `completion_tokens`. */
-  completion_tokens_details?: { reasoning_tokens?: Count; audio_tokens?: Count; accepted_prediction_tokens?: Count; rejected_prediction_tokens?: Count } | null;
+  completion_tokens_details?: {
+    reasoning_tokens?: Count;
+    audio_tokens?: Count;
+    accepted_prediction_tokens?: Count;
+    rejected_prediction_tokens?: Count;
+  } | null;
 }
 
 /** OpenAI Responses API `usage` (also `response.usage` of the `response.completed` stream event). */
@@ -230,7 +235,15 @@ export interface MastraUsageStats {
   /** Meant as the total of the output details. */
   outputTokens?: Count;
   /** Parts of `inputTokens`. */
-  inputDetails?: { text?: Count; cacheRead?: Count; cacheWrite?: Count; cacheWrite5m?: Count; cacheWrite1h?: Count; audio?: Count; image?: Count } | null;
+  inputDetails?: {
+    text?: Count;
+    cacheRead?: Count;
+    cacheWrite?: Count;
+    cacheWrite5m?: Count;
+    cacheWrite1h?: Count;
+    audio?: Count;
+    image?: Count;
+  } | null;
   /** Parts of `outputTokens`. */
   outputDetails?: { text?: Count; reasoning?: Count; audio?: Count; image?: Count } | null;
 }
@@ -292,7 +305,12 @@ function normalized(p: Parts): NormalizedUsage {
  */
 export function fromOpenAI(usage: OpenAIChatUsage | OpenAIResponsesUsage | null | undefined): NormalizedUsage {
   const u = objectAt(usage) ?? {};
-  if ('prompt_tokens' in u || 'completion_tokens' in u || 'prompt_tokens_details' in u || 'completion_tokens_details' in u) {
+  if (
+    'prompt_tokens' in u ||
+    'completion_tokens' in u ||
+    'prompt_tokens_details' in u ||
+    'completion_tokens_details' in u
+  ) {
     const input = objectAt(u['prompt_tokens_details']) ?? {};
     const output = objectAt(u['completion_tokens_details']) ?? {};
     return normalized({
@@ -343,13 +361,18 @@ function mergedAnthropic(usage: unknown, delta: unknown): Json {
  * // { inputTokens: 10050, outputTokens: 20, cacheReadTokens: 10000 }
  * ```
  */
-export function fromAnthropic(usage: AnthropicUsage | null | undefined, delta?: AnthropicUsage | null): NormalizedUsage {
+export function fromAnthropic(
+  usage: AnthropicUsage | null | undefined,
+  delta?: AnthropicUsage | null,
+): NormalizedUsage {
   const u = mergedAnthropic(usage, delta);
   const split = objectAt(u['cache_creation']);
   const fiveMinutes = split?.['ephemeral_5m_input_tokens'];
   const oneHour = split?.['ephemeral_1h_input_tokens'];
   const cacheRead = count(u['cache_read_input_tokens']);
-  const cacheWrite = isCount(u['cache_creation_input_tokens']) ? count(u['cache_creation_input_tokens']) : count(fiveMinutes) + count(oneHour);
+  const cacheWrite = isCount(u['cache_creation_input_tokens'])
+    ? count(u['cache_creation_input_tokens'])
+    : count(fiveMinutes) + count(oneHour);
   return normalized({
     input: count(u['input_tokens']) + cacheRead + cacheWrite,
     output: count(u['output_tokens']),
@@ -365,7 +388,8 @@ function modalityTokens(modality: string, ...lists: unknown[]): number {
   let sum = 0;
   for (const list of lists) {
     if (!Array.isArray(list)) continue;
-    for (const entry of list) if (isObject(entry) && String(entry['modality']).toUpperCase() === modality) sum += count(entry['tokenCount']);
+    for (const entry of list)
+      if (isObject(entry) && String(entry['modality']).toUpperCase() === modality) sum += count(entry['tokenCount']);
   }
   return sum;
 }
@@ -428,8 +452,16 @@ export function fromBedrock(usage: BedrockUsage | null | undefined): NormalizedU
   const u = objectAt(usage) ?? {};
   const ttl = bedrockTtl(u['cacheDetails']);
   const cacheRead = count(u['cacheReadInputTokens']);
-  const cacheWrite = isCount(u['cacheWriteInputTokens']) ? count(u['cacheWriteInputTokens']) : count(ttl?.fiveMinutes) + count(ttl?.oneHour);
-  return normalized({ input: count(u['inputTokens']) + cacheRead + cacheWrite, output: count(u['outputTokens']), cacheRead, cacheWrite, ttl });
+  const cacheWrite = isCount(u['cacheWriteInputTokens'])
+    ? count(u['cacheWriteInputTokens'])
+    : count(ttl?.fiveMinutes) + count(ttl?.oneHour);
+  return normalized({
+    input: count(u['inputTokens']) + cacheRead + cacheWrite,
+    output: count(u['outputTokens']),
+    cacheRead,
+    cacheWrite,
+    ttl,
+  });
 }
 
 type Meaning = 'anthropic' | 'bedrock' | 'google' | 'other';
@@ -459,8 +491,15 @@ function ttlOf(meaning: Meaning, flat: Json, raw: Json | undefined, metadata: Js
   }
   if (meaning === 'anthropic') {
     const anthropic = objectAt(metadata?.['anthropic']);
-    const split = objectAt(objectAt(anthropic?.['usage'])?.['cache_creation']) ?? objectAt(raw?.['cache_creation']) ?? objectAt(anthropic?.['cacheCreation']);
-    if (split) return { fiveMinutes: firstCount(split['ephemeral_5m_input_tokens'], split['ephemeral5mInputTokens']), oneHour: firstCount(split['ephemeral_1h_input_tokens'], split['ephemeral1hInputTokens']) };
+    const split =
+      objectAt(objectAt(anthropic?.['usage'])?.['cache_creation']) ??
+      objectAt(raw?.['cache_creation']) ??
+      objectAt(anthropic?.['cacheCreation']);
+    if (split)
+      return {
+        fiveMinutes: firstCount(split['ephemeral_5m_input_tokens'], split['ephemeral5mInputTokens']),
+        oneHour: firstCount(split['ephemeral_1h_input_tokens'], split['ephemeral1hInputTokens']),
+      };
   }
   if (meaning === 'bedrock') {
     return bedrockTtl(objectAt(objectAt(metadata?.['bedrock'])?.['usage'])?.['cacheDetails'] ?? raw?.['cacheDetails']);
@@ -525,7 +564,12 @@ export function fromAiSdk(usage: AiSdkUsage | null | undefined, context: AiSdkUs
   const metadata = objectAt(context.providerMetadata);
   const provider = typeof context.provider === 'string' ? context.provider : '';
   // A step whose model is not known (a processor that only saw its output) is named by its metadata.
-  const named = provider === '' || provider === 'unknown' ? Object.keys(metadata ?? {}).map(meaningOf).find((m) => m !== 'other') : undefined;
+  const named =
+    provider === '' || provider === 'unknown'
+      ? Object.keys(metadata ?? {})
+          .map(meaningOf)
+          .find((m) => m !== 'other')
+      : undefined;
   const meaning = named ?? meaningOf(provider);
   const raw = objectAt(u['raw']);
   if (isV3Shaped(u)) return fromV3(u, ttlOf(meaning, u, raw, metadata));
@@ -539,7 +583,9 @@ export function fromAiSdk(usage: AiSdkUsage | null | undefined, context: AiSdkUs
     const cacheWrite = count(firstCount(inputDetails?.['cacheWriteTokens'], u['cacheCreationInputTokens']));
     const reasoning = count(firstCount(outputDetails?.['reasoningTokens'], u['reasoningTokens']));
     return normalized({
-      input: isCount(u['inputTokens']) ? count(u['inputTokens']) : count(inputDetails?.['noCacheTokens']) + cacheRead + cacheWrite,
+      input: isCount(u['inputTokens'])
+        ? count(u['inputTokens'])
+        : count(inputDetails?.['noCacheTokens']) + cacheRead + cacheWrite,
       output: isCount(u['outputTokens']) ? count(u['outputTokens']) : count(outputDetails?.['textTokens']) + reasoning,
       cacheRead,
       cacheWrite,
@@ -555,8 +601,16 @@ export function fromAiSdk(usage: AiSdkUsage | null | undefined, context: AiSdkUs
     case 'anthropic': {
       const anthropic = objectAt(metadata?.['anthropic']);
       const rawUsage = objectAt(anthropic?.['usage']);
-      const cacheRead = count(firstCount(u['cachedInputTokens'], anthropic?.['cacheReadInputTokens'], rawUsage?.['cache_read_input_tokens']));
-      const cacheWrite = count(firstCount(anthropic?.['cacheCreationInputTokens'], u['cacheCreationInputTokens'], rawUsage?.['cache_creation_input_tokens']));
+      const cacheRead = count(
+        firstCount(u['cachedInputTokens'], anthropic?.['cacheReadInputTokens'], rawUsage?.['cache_read_input_tokens']),
+      );
+      const cacheWrite = count(
+        firstCount(
+          anthropic?.['cacheCreationInputTokens'],
+          u['cacheCreationInputTokens'],
+          rawUsage?.['cache_creation_input_tokens'],
+        ),
+      );
       return normalized({ input: input + cacheRead + cacheWrite, output, cacheRead, cacheWrite, reasoning, ttl });
     }
     case 'bedrock': {
@@ -566,12 +620,25 @@ export function fromAiSdk(usage: AiSdkUsage | null | undefined, context: AiSdkUs
       return normalized({ input: input + cacheRead + cacheWrite, output, cacheRead, cacheWrite, reasoning, ttl });
     }
     case 'google':
-      return normalized({ input, output: output + reasoning, cacheRead: count(u['cachedInputTokens']), reasoning, ttl });
+      return normalized({
+        input,
+        output: output + reasoning,
+        cacheRead: count(u['cachedInputTokens']),
+        reasoning,
+        ttl,
+      });
     case 'other': {
       const cacheRead = count(u['cachedInputTokens']);
       const cacheWrite = count(u['cacheCreationInputTokens']);
       const excluded = cacheRead + cacheWrite > input;
-      return normalized({ input: excluded ? input + cacheRead + cacheWrite : input, output, cacheRead, cacheWrite, reasoning, ttl });
+      return normalized({
+        input: excluded ? input + cacheRead + cacheWrite : input,
+        output,
+        cacheRead,
+        cacheWrite,
+        reasoning,
+        ttl,
+      });
     }
   }
 }
@@ -601,7 +668,9 @@ export function fromMastraUsageStats(stats: MastraUsageStats | null | undefined)
   const input = count(s['inputTokens']);
   const output = count(s['outputTokens']);
   const cacheRead = count(inputDetails['cacheRead']);
-  const cacheWrite = isCount(inputDetails['cacheWrite']) ? count(inputDetails['cacheWrite']) : count(inputDetails['cacheWrite5m']) + count(inputDetails['cacheWrite1h']);
+  const cacheWrite = isCount(inputDetails['cacheWrite'])
+    ? count(inputDetails['cacheWrite'])
+    : count(inputDetails['cacheWrite5m']) + count(inputDetails['cacheWrite1h']);
   const reasoning = count(outputDetails['reasoning']);
   return normalized({
     input: cacheRead + cacheWrite > input ? input + cacheRead + cacheWrite : input,

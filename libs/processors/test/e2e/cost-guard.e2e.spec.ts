@@ -6,7 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { call, createProject, type TestProject } from '../../../../test/support/http';
 import { startService, type RunningService } from '../../../../test/support/service';
-import { CostGuardProcessor, formatCost, type CostGuardOptions, type CostGuardStepReport, type CostGuardTripwireMetadata, type GuardCheckRequest } from '../../src';
+import {
+  CostGuardProcessor,
+  formatCost,
+  type CostGuardOptions,
+  type CostGuardStepReport,
+  type CostGuardTripwireMetadata,
+  type GuardCheckRequest,
+} from '../../src';
 import { scriptedModel } from '../support/scripted-model';
 
 // The project prices openai/gpt-4o at $2 / M input and $10 / M output tokens, so tokens × rate are
@@ -27,27 +34,48 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
 
   async function pricedProject(): Promise<TestProject> {
     const project = await createProject(svc.url);
-    const price = await call(svc.url, 'PUT', '/v1/prices/openai/gpt-4o', { token: project.key, body: { inputPerMillion: 2, outputPerMillion: 10, effectiveFrom: new Date(Date.now() - 60_000).toISOString() } });
+    const price = await call(svc.url, 'PUT', '/v1/prices/openai/gpt-4o', {
+      token: project.key,
+      body: { inputPerMillion: 2, outputPerMillion: 10, effectiveFrom: new Date(Date.now() - 60_000).toISOString() },
+    });
     expect(price.status).toBe(200);
     return project;
   }
-  const client = (project: TestProject) => new TollgateClient({ baseUrl: svc.url, apiKey: project.key, guard: { timeoutMs: 20_000 } });
+  const client = (project: TestProject) =>
+    new TollgateClient({ baseUrl: svc.url, apiKey: project.key, guard: { timeoutMs: 20_000 } });
   const stepCosts = (projectId: string) =>
     svc.prisma.$queryRawUnsafe<{ n: number; micros: number | null }[]>(
       `SELECT count(*)::int AS n, sum(cost_micros)::float8 AS micros FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded'`,
       projectId,
     );
   const openReservations = async (projectId: string) =>
-    (await svc.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND status = 'open'`, projectId))[0]!.n;
+    (
+      await svc.prisma.$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND status = 'open'`,
+        projectId,
+      )
+    )[0]!.n;
 
-  const lookup = createTool({ id: 'lookup', description: 'Looks something up', inputSchema: z.object({ q: z.string() }), execute: async () => ({ found: 'yes' }) });
+  const lookup = createTool({
+    id: 'lookup',
+    description: 'Looks something up',
+    inputSchema: z.object({ q: z.string() }),
+    execute: async () => ({ found: 'yes' }),
+  });
   function guardedAgent(costGuard: CostGuardProcessor) {
     const { model, prompts } = scriptedModel([
       { toolCall: { toolName: 'lookup', input: { q: 'one' } }, usage: STEP },
       { toolCall: { toolName: 'lookup', input: { q: 'two' } }, usage: STEP },
       { text: ['All ', 'done.'], usage: STEP },
     ]);
-    const agent = new Agent({ id: 'guarded', name: 'guarded', instructions: 'Use the lookup tool.', model, tools: { lookup }, inputProcessors: [costGuard] });
+    const agent = new Agent({
+      id: 'guarded',
+      name: 'guarded',
+      instructions: 'Use the lookup tool.',
+      model,
+      tools: { lookup },
+      inputProcessors: [costGuard],
+    });
     return { agent, prompts };
   }
   const contextFor = (resourceId: string) => {
@@ -91,73 +119,98 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
     ['generate', 'awaitRecords'],
     ['stream', 'awaitRecords'],
   ] as const;
-  it.each(modes)('blocks the third step of a run whose first two steps spent the budget (%s, %s)', async (mode, records) => {
-    const project = await pricedProject();
-    const tollgate = client(project);
-    const resourceId = `r-${randomUUID()}`;
-    const awaitRecords = records === 'awaitRecords';
-    const costGuard = new CostGuardProcessor({ maxCost: MAX_COST, client: tollgate, awaitRecords, logger: { warn: () => undefined } });
-    const violations: unknown[] = [];
-    costGuard.onViolation = (v) => void violations.push(v);
-    const { checks, thrown } = observe(tollgate, costGuard);
-    const { agent, prompts } = guardedAgent(costGuard);
-    const options = { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } };
+  it.each(modes)(
+    'blocks the third step of a run whose first two steps spent the budget (%s, %s)',
+    async (mode, records) => {
+      const project = await pricedProject();
+      const tollgate = client(project);
+      const resourceId = `r-${randomUUID()}`;
+      const awaitRecords = records === 'awaitRecords';
+      const costGuard = new CostGuardProcessor({
+        maxCost: MAX_COST,
+        client: tollgate,
+        awaitRecords,
+        logger: { warn: () => undefined },
+      });
+      const violations: unknown[] = [];
+      costGuard.onViolation = (v) => void violations.push(v);
+      const { checks, thrown } = observe(tollgate, costGuard);
+      const { agent, prompts } = guardedAgent(costGuard);
+      const options = {
+        maxSteps: 5,
+        requestContext: contextFor(resourceId),
+        modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS },
+      };
 
-    let tripwire: { reason: string; retry?: boolean; metadata?: unknown; processorId?: string } | undefined;
-    if (mode === 'generate') {
-      // Mastra 1.71 never rejects generate() with a processor's TripWire: it resolves with `tripwire`.
-      tripwire = (await agent.generate('Look it up twice.', options)).tripwire;
-    } else {
-      const stream = await agent.stream('Look it up twice.', options);
-      for await (const part of stream.fullStream as AsyncIterable<{ type: string; payload?: unknown }>) {
-        if (part.type === 'tripwire') tripwire = part.payload as typeof tripwire;
+      let tripwire: { reason: string; retry?: boolean; metadata?: unknown; processorId?: string } | undefined;
+      if (mode === 'generate') {
+        // Mastra 1.71 never rejects generate() with a processor's TripWire: it resolves with `tripwire`.
+        tripwire = (await agent.generate('Look it up twice.', options)).tripwire;
+      } else {
+        const stream = await agent.stream('Look it up twice.', options);
+        for await (const part of stream.fullStream as AsyncIterable<{ type: string; payload?: unknown }>) {
+          if (part.type === 'tripwire') tripwire = part.payload as typeof tripwire;
+        }
       }
-    }
 
-    expect(prompts).toHaveLength(2); // the third LLM call never happened
-    // One check per step; the third step's asked again only when it raced step 2's record.
-    const asked = checks.length - 2;
-    expect(awaitRecords ? [1] : [1, 2]).toContain(asked);
-    expect(checks.map((c) => c.estimate!.maxOutputTokens)).toEqual(Array(2 + asked).fill(MAX_OUTPUT_TOKENS));
-    expect(new Set(checks.slice(2).map((c) => c.stepId)).size).toBe(1);
-    const third = checks[checks.length - 1]!.estimate!;
-    const usageMicros = 2 * STEP_MICROS + third.inputTokens * 2 + third.maxOutputTokens * 10;
-    const metadata: CostGuardTripwireMetadata = {
-      processorId: 'cost-guard',
-      usage: { estimatedCost: usageMicros / 1e6, costUnit: 'USD' },
-      maxCost: MAX_COST,
-      scope: 'resource',
-      scopeKey: `resource:${resourceId}`,
-      threshold: 'hard',
-    };
-    const reason = `Cost guard: cost limit exceeded (${formatCost(usageMicros / 1e6)}/${MAX_COST})`;
-    expect(tripwire).toEqual({ reason, retry: false, metadata, processorId: 'cost-guard' });
-    // Inside Mastra, the guard's abort threw @mastra/core's own TripWire, with the same metadata.
-    expect(thrown).toHaveLength(1);
-    expect(thrown[0]).toBeInstanceOf(TripWire);
-    expect((thrown[0] as TripWire<CostGuardTripwireMetadata>).options).toEqual({ retry: false, metadata });
+      expect(prompts).toHaveLength(2); // the third LLM call never happened
+      // One check per step; the third step's asked again only when it raced step 2's record.
+      const asked = checks.length - 2;
+      expect(awaitRecords ? [1] : [1, 2]).toContain(asked);
+      expect(checks.map((c) => c.estimate!.maxOutputTokens)).toEqual(Array(2 + asked).fill(MAX_OUTPUT_TOKENS));
+      expect(new Set(checks.slice(2).map((c) => c.stepId)).size).toBe(1);
+      const third = checks[checks.length - 1]!.estimate!;
+      const usageMicros = 2 * STEP_MICROS + third.inputTokens * 2 + third.maxOutputTokens * 10;
+      const metadata: CostGuardTripwireMetadata = {
+        processorId: 'cost-guard',
+        usage: { estimatedCost: usageMicros / 1e6, costUnit: 'USD' },
+        maxCost: MAX_COST,
+        scope: 'resource',
+        scopeKey: `resource:${resourceId}`,
+        threshold: 'hard',
+      };
+      const reason = `Cost guard: cost limit exceeded (${formatCost(usageMicros / 1e6)}/${MAX_COST})`;
+      expect(tripwire).toEqual({ reason, retry: false, metadata, processorId: 'cost-guard' });
+      // Inside Mastra, the guard's abort threw @mastra/core's own TripWire, with the same metadata.
+      expect(thrown).toHaveLength(1);
+      expect(thrown[0]).toBeInstanceOf(TripWire);
+      expect((thrown[0] as TripWire<CostGuardTripwireMetadata>).options).toEqual({ retry: false, metadata });
 
-    // Both steps were stored against their reservations; the service audited the denial.
-    expect(await stepCosts(project.id)).toEqual([{ n: 2, micros: 2 * STEP_MICROS }]);
-    expect(await openReservations(project.id)).toBe(0);
-    const audit = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, { token: project.key });
-    const audited = audit.body.decisions.map((d: { violations: Array<{ usage: number; source: string }> }) => d.violations.map((v) => [v.usage, v.source]));
-    expect(audited).toHaveLength(asked);
-    expect(audited[0]).toEqual([[usageMicros / 1e6, 'request']]); // newest first: the denial that stood
-    expect(violations).toHaveLength(1); // not a second time from Mastra's runner
-    await tollgate.shutdown();
-  });
+      // Both steps were stored against their reservations; the service audited the denial.
+      expect(await stepCosts(project.id)).toEqual([{ n: 2, micros: 2 * STEP_MICROS }]);
+      expect(await openReservations(project.id)).toBe(0);
+      const audit = await call(svc.url, 'GET', `/v1/guard/decisions?scopeKey=resource:${resourceId}`, {
+        token: project.key,
+      });
+      const audited = audit.body.decisions.map((d: { violations: Array<{ usage: number; source: string }> }) =>
+        d.violations.map((v) => [v.usage, v.source]),
+      );
+      expect(audited).toHaveLength(asked);
+      expect(audited[0]).toEqual([[usageMicros / 1e6, 'request']]); // newest first: the denial that stood
+      expect(violations).toHaveLength(1); // not a second time from Mastra's runner
+      await tollgate.shutdown();
+    },
+  );
 
   /** The run of the agent above with `options`, its step results and its tripwire, in either mode. */
   async function runAgent(agent: Agent, mode: 'generate' | 'stream', options: Record<string, unknown>) {
     if (mode === 'generate') {
       const result = await agent.generate('Look it up twice.', options);
-      return { text: result.text, tripwire: result.tripwire, steps: result.steps as Array<{ providerMetadata?: Record<string, Record<string, unknown>> }> };
+      return {
+        text: result.text,
+        tripwire: result.tripwire,
+        steps: result.steps as Array<{ providerMetadata?: Record<string, Record<string, unknown>> }>,
+      };
     }
     const stream = await agent.stream('Look it up twice.', options);
     let tripwire: unknown;
-    for await (const part of stream.fullStream as AsyncIterable<{ type: string; payload?: unknown }>) if (part.type === 'tripwire') tripwire = part.payload;
-    return { text: await stream.text, tripwire, steps: (await stream.steps) as Array<{ providerMetadata?: Record<string, Record<string, unknown>> }> };
+    for await (const part of stream.fullStream as AsyncIterable<{ type: string; payload?: unknown }>)
+      if (part.type === 'tripwire') tripwire = part.payload;
+    return {
+      text: await stream.text,
+      tripwire,
+      steps: (await stream.steps) as Array<{ providerMetadata?: Record<string, Record<string, unknown>> }>,
+    };
   }
   const reservationsOf = (projectId: string) =>
     svc.prisma.$queryRawUnsafe<{ status: string; output_tokens: number; model: string }[]>(
@@ -167,61 +220,114 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
 
   describe("onExceed 'shrink': the step that would be blocked runs with a smaller maxOutputTokens instead", () => {
     // The last step writes as much as it may: 1,000 output tokens, or fewer when capped.
-    const capped = (call: { maxOutputTokens?: number }) => ({ input: STEP.input, output: Math.min(STEP.output, call.maxOutputTokens ?? STEP.output) });
-
-    it.each(['generate', 'stream'] as const)('finishes the run within the budget, its last step capped at what fits and reported in its result (%s)', async (mode) => {
-      const project = await pricedProject();
-      const tollgate = client(project);
-      const resourceId = `r-${randomUUID()}`;
-      const costGuard = new CostGuardProcessor({ maxCost: MAX_COST, client: tollgate, onExceed: 'shrink', minOutputTokens: 100, logger: { warn: () => undefined } });
-      const { checks } = observe(tollgate, costGuard);
-      const { model, prompts, maxOutputTokens } = scriptedModel([
-        { toolCall: { toolName: 'lookup', input: { q: 'one' } }, usage: STEP },
-        { toolCall: { toolName: 'lookup', input: { q: 'two' } }, usage: STEP },
-        { text: ['All ', 'done.'], usage: capped },
-      ]);
-      const agent = new Agent({ id: 'guarded', name: 'guarded', instructions: 'Use the lookup tool.', model, tools: { lookup }, inputProcessors: [costGuard] });
-
-      const result = await runAgent(agent, mode, { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } });
-
-      // What fits after two steps ($0.02004 spent of $0.025): the prompt at $2 / M and k output
-      // tokens at $10 / M, strictly under the limit.
-      const third = checks[checks.length - 1]!.estimate!;
-      const fits = Math.ceil((MAX_COST * 1e6 - 2 * STEP_MICROS - third.inputTokens * 2) / 10) - 1;
-      expect(fits).toBeGreaterThan(100);
-      expect(fits).toBeLessThan(MAX_OUTPUT_TOKENS);
-      expect([result.text, result.tripwire]).toEqual(['All done.', undefined]);
-      expect(prompts).toHaveLength(3);
-      expect(maxOutputTokens).toEqual([MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS, fits]);
-      expect(checks.every((c) => c.onExceed === 'shrink' && c.minOutputTokens === 100 && c.estimate!.maxOutputTokens === MAX_OUTPUT_TOKENS)).toBe(true);
-      const report: CostGuardStepReport = {
-        processorId: 'cost-guard',
-        maxOutputTokens: fits,
-        requestedMaxOutputTokens: MAX_OUTPUT_TOKENS,
-        limitedBy: [
-          { scopeKey: `resource:${resourceId}`, limitType: 'cost', usage: (2 * STEP_MICROS + third.inputTokens * 2 + MAX_OUTPUT_TOKENS * 10) / 1e6, limit: MAX_COST, unit: 'USD', source: 'request' },
-        ],
-      };
-      expect(result.steps.map((s) => s.providerMetadata?.['tollgate'])).toEqual([undefined, undefined, { costGuard: report }]);
-
-      // Read as generate() resolves, with no flush: every step stored, the budget kept.
-      const [{ n, micros }] = await stepCosts(project.id);
-      expect(n).toBe(3);
-      expect(micros).toBe(2 * STEP_MICROS + STEP.input * 2 + fits * 10);
-      expect(micros!).toBeLessThanOrEqual(MAX_COST * 1e6);
-      // The last step's reservation held the capped worst case (one released first if its check raced step 2's record).
-      const held = await reservationsOf(project.id);
-      expect(held.filter((r) => r.status === 'settled').map((r) => r.output_tokens)).toEqual([MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS, fits]);
-      expect(held.filter((r) => r.status === 'open')).toEqual([]);
-      await tollgate.shutdown();
+    const capped = (call: { maxOutputTokens?: number }) => ({
+      input: STEP.input,
+      output: Math.min(STEP.output, call.maxOutputTokens ?? STEP.output),
     });
+
+    it.each(['generate', 'stream'] as const)(
+      'finishes the run within the budget, its last step capped at what fits and reported in its result (%s)',
+      async (mode) => {
+        const project = await pricedProject();
+        const tollgate = client(project);
+        const resourceId = `r-${randomUUID()}`;
+        const costGuard = new CostGuardProcessor({
+          maxCost: MAX_COST,
+          client: tollgate,
+          onExceed: 'shrink',
+          minOutputTokens: 100,
+          logger: { warn: () => undefined },
+        });
+        const { checks } = observe(tollgate, costGuard);
+        const { model, prompts, maxOutputTokens } = scriptedModel([
+          { toolCall: { toolName: 'lookup', input: { q: 'one' } }, usage: STEP },
+          { toolCall: { toolName: 'lookup', input: { q: 'two' } }, usage: STEP },
+          { text: ['All ', 'done.'], usage: capped },
+        ]);
+        const agent = new Agent({
+          id: 'guarded',
+          name: 'guarded',
+          instructions: 'Use the lookup tool.',
+          model,
+          tools: { lookup },
+          inputProcessors: [costGuard],
+        });
+
+        const result = await runAgent(agent, mode, {
+          maxSteps: 5,
+          requestContext: contextFor(resourceId),
+          modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS },
+        });
+
+        // What fits after two steps ($0.02004 spent of $0.025): the prompt at $2 / M and k output
+        // tokens at $10 / M, strictly under the limit.
+        const third = checks[checks.length - 1]!.estimate!;
+        const fits = Math.ceil((MAX_COST * 1e6 - 2 * STEP_MICROS - third.inputTokens * 2) / 10) - 1;
+        expect(fits).toBeGreaterThan(100);
+        expect(fits).toBeLessThan(MAX_OUTPUT_TOKENS);
+        expect([result.text, result.tripwire]).toEqual(['All done.', undefined]);
+        expect(prompts).toHaveLength(3);
+        expect(maxOutputTokens).toEqual([MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS, fits]);
+        expect(
+          checks.every(
+            (c) =>
+              c.onExceed === 'shrink' && c.minOutputTokens === 100 && c.estimate!.maxOutputTokens === MAX_OUTPUT_TOKENS,
+          ),
+        ).toBe(true);
+        const report: CostGuardStepReport = {
+          processorId: 'cost-guard',
+          maxOutputTokens: fits,
+          requestedMaxOutputTokens: MAX_OUTPUT_TOKENS,
+          limitedBy: [
+            {
+              scopeKey: `resource:${resourceId}`,
+              limitType: 'cost',
+              usage: (2 * STEP_MICROS + third.inputTokens * 2 + MAX_OUTPUT_TOKENS * 10) / 1e6,
+              limit: MAX_COST,
+              unit: 'USD',
+              source: 'request',
+            },
+          ],
+        };
+        expect(result.steps.map((s) => s.providerMetadata?.['tollgate'])).toEqual([
+          undefined,
+          undefined,
+          { costGuard: report },
+        ]);
+
+        // Read as generate() resolves, with no flush: every step stored, the budget kept.
+        const [{ n, micros }] = await stepCosts(project.id);
+        expect(n).toBe(3);
+        expect(micros).toBe(2 * STEP_MICROS + STEP.input * 2 + fits * 10);
+        expect(micros!).toBeLessThanOrEqual(MAX_COST * 1e6);
+        // The last step's reservation held the capped worst case (one released first if its check raced step 2's record).
+        const held = await reservationsOf(project.id);
+        expect(held.filter((r) => r.status === 'settled').map((r) => r.output_tokens)).toEqual([
+          MAX_OUTPUT_TOKENS,
+          MAX_OUTPUT_TOKENS,
+          fits,
+        ]);
+        expect(held.filter((r) => r.status === 'open')).toEqual([]);
+        await tollgate.shutdown();
+      },
+    );
 
     it('is blocked as before when even the floor does not fit', async () => {
       const project = await pricedProject();
       const tollgate = client(project);
-      const costGuard = new CostGuardProcessor({ maxCost: MAX_COST, client: tollgate, onExceed: 'shrink', minOutputTokens: 900, logger: { warn: () => undefined } });
+      const costGuard = new CostGuardProcessor({
+        maxCost: MAX_COST,
+        client: tollgate,
+        onExceed: 'shrink',
+        minOutputTokens: 900,
+        logger: { warn: () => undefined },
+      });
       const { agent, prompts } = guardedAgent(costGuard);
-      const result = await runAgent(agent, 'generate', { maxSteps: 5, requestContext: contextFor(`r-${randomUUID()}`), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } });
+      const result = await runAgent(agent, 'generate', {
+        maxSteps: 5,
+        requestContext: contextFor(`r-${randomUUID()}`),
+        modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS },
+      });
       expect(prompts).toHaveLength(2);
       expect((result.tripwire as { reason: string }).reason).toMatch(/^Cost guard: cost limit exceeded \(/);
       await tollgate.shutdown();
@@ -229,53 +335,82 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
   });
 
   describe('fallbackModel: the step that would be blocked runs on a cheaper model that fits', () => {
-    it.each(['generate', 'stream'] as const)('moves the last step to the fallback, records it under that model, and stays within the budget (%s)', async (mode) => {
-      const project = await pricedProject();
-      // gpt-4o-mini: $0.15 / M input, $0.60 / M output; its worst case ($0.0006 + prompt) fits what is left.
-      const price = await call(svc.url, 'PUT', '/v1/prices/openai/gpt-4o-mini', { token: project.key, body: { inputPerMillion: 0.15, outputPerMillion: 0.6, effectiveFrom: new Date(Date.now() - 60_000).toISOString() } });
-      expect(price.status).toBe(200);
-      const tollgate = client(project);
-      const resourceId = `r-${randomUUID()}`;
-      const small = scriptedModel([{ text: ['All ', 'done.'], usage: STEP }], { provider: 'openai', modelId: 'gpt-4o-mini' });
-      const options: CostGuardOptions = { maxCost: MAX_COST, client: tollgate, fallbackModel: small.model, logger: { warn: () => undefined } };
-      const costGuard = new CostGuardProcessor(options);
-      const { checks } = observe(tollgate, costGuard);
-      const { agent, prompts } = guardedAgent(costGuard);
+    it.each(['generate', 'stream'] as const)(
+      'moves the last step to the fallback, records it under that model, and stays within the budget (%s)',
+      async (mode) => {
+        const project = await pricedProject();
+        // gpt-4o-mini: $0.15 / M input, $0.60 / M output; its worst case ($0.0006 + prompt) fits what is left.
+        const price = await call(svc.url, 'PUT', '/v1/prices/openai/gpt-4o-mini', {
+          token: project.key,
+          body: {
+            inputPerMillion: 0.15,
+            outputPerMillion: 0.6,
+            effectiveFrom: new Date(Date.now() - 60_000).toISOString(),
+          },
+        });
+        expect(price.status).toBe(200);
+        const tollgate = client(project);
+        const resourceId = `r-${randomUUID()}`;
+        const small = scriptedModel([{ text: ['All ', 'done.'], usage: STEP }], {
+          provider: 'openai',
+          modelId: 'gpt-4o-mini',
+        });
+        const options: CostGuardOptions = {
+          maxCost: MAX_COST,
+          client: tollgate,
+          fallbackModel: small.model,
+          logger: { warn: () => undefined },
+        };
+        const costGuard = new CostGuardProcessor(options);
+        const { checks } = observe(tollgate, costGuard);
+        const { agent, prompts } = guardedAgent(costGuard);
 
-      const result = await runAgent(agent, mode, { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } });
+        const result = await runAgent(agent, mode, {
+          maxSteps: 5,
+          requestContext: contextFor(resourceId),
+          modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS },
+        });
 
-      expect([result.text, result.tripwire]).toEqual(['All done.', undefined]);
-      expect(prompts).toHaveLength(2); // gpt-4o ran the first two steps
-      expect(small.prompts).toHaveLength(1); // gpt-4o-mini the third
-      expect(small.maxOutputTokens).toEqual([MAX_OUTPUT_TOKENS]);
-      expect(checks.map((c) => c.estimate!.model).slice(-2)).toEqual(['gpt-4o', 'gpt-4o-mini']);
-      const denied = checks[checks.length - 2]!.estimate!;
-      expect(result.steps[2]!.providerMetadata?.['tollgate']).toEqual({
-        costGuard: {
-          processorId: 'cost-guard',
-          maxOutputTokens: MAX_OUTPUT_TOKENS,
-          requestedMaxOutputTokens: MAX_OUTPUT_TOKENS,
-          model: 'openai/gpt-4o-mini',
-          requestedModel: 'openai/gpt-4o',
-          limitedBy: [
-            { scopeKey: `resource:${resourceId}`, limitType: 'cost', usage: (2 * STEP_MICROS + denied.inputTokens * 2 + MAX_OUTPUT_TOKENS * 10) / 1e6, limit: MAX_COST, unit: 'USD', source: 'request' },
-          ],
-        },
-      });
-      const rows = await svc.prisma.$queryRawUnsafe<{ model: string; micros: number }[]>(
-        `SELECT model, cost_micros::float8 AS micros FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded' ORDER BY step_index`,
-        project.id,
-      );
-      const miniMicros = Math.round(STEP.input * 0.15 + STEP.output * 0.6);
-      expect(rows).toEqual([
-        { model: 'gpt-4o', micros: STEP_MICROS },
-        { model: 'gpt-4o', micros: STEP_MICROS },
-        { model: 'gpt-4o-mini', micros: miniMicros },
-      ]);
-      expect(2 * STEP_MICROS + miniMicros).toBeLessThanOrEqual(MAX_COST * 1e6);
-      expect(await openReservations(project.id)).toBe(0);
-      await tollgate.shutdown();
-    });
+        expect([result.text, result.tripwire]).toEqual(['All done.', undefined]);
+        expect(prompts).toHaveLength(2); // gpt-4o ran the first two steps
+        expect(small.prompts).toHaveLength(1); // gpt-4o-mini the third
+        expect(small.maxOutputTokens).toEqual([MAX_OUTPUT_TOKENS]);
+        expect(checks.map((c) => c.estimate!.model).slice(-2)).toEqual(['gpt-4o', 'gpt-4o-mini']);
+        const denied = checks[checks.length - 2]!.estimate!;
+        expect(result.steps[2]!.providerMetadata?.['tollgate']).toEqual({
+          costGuard: {
+            processorId: 'cost-guard',
+            maxOutputTokens: MAX_OUTPUT_TOKENS,
+            requestedMaxOutputTokens: MAX_OUTPUT_TOKENS,
+            model: 'openai/gpt-4o-mini',
+            requestedModel: 'openai/gpt-4o',
+            limitedBy: [
+              {
+                scopeKey: `resource:${resourceId}`,
+                limitType: 'cost',
+                usage: (2 * STEP_MICROS + denied.inputTokens * 2 + MAX_OUTPUT_TOKENS * 10) / 1e6,
+                limit: MAX_COST,
+                unit: 'USD',
+                source: 'request',
+              },
+            ],
+          },
+        });
+        const rows = await svc.prisma.$queryRawUnsafe<{ model: string; micros: number }[]>(
+          `SELECT model, cost_micros::float8 AS micros FROM events WHERE project_id = $1 AND type = 'StepUsageRecorded' ORDER BY step_index`,
+          project.id,
+        );
+        const miniMicros = Math.round(STEP.input * 0.15 + STEP.output * 0.6);
+        expect(rows).toEqual([
+          { model: 'gpt-4o', micros: STEP_MICROS },
+          { model: 'gpt-4o', micros: STEP_MICROS },
+          { model: 'gpt-4o-mini', micros: miniMicros },
+        ]);
+        expect(2 * STEP_MICROS + miniMicros).toBeLessThanOrEqual(MAX_COST * 1e6);
+        expect(await openReservations(project.id)).toBe(0);
+        await tollgate.shutdown();
+      },
+    );
   });
 
   it('32 concurrent agent runs on one resource end with total cost ≤ maxCost', async () => {
@@ -284,11 +419,20 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
     const resourceId = `r-${randomUUID()}`;
     const maxCost = 0.1; // about 9 worst-case steps; the 32 runs would take 96 steps ($0.96) unguarded
     // Closed: a check that cannot be answered blocks, so the bound is a guarantee, not a likelihood.
-    const costGuard = new CostGuardProcessor({ maxCost, client: tollgate, failMode: 'closed', logger: { warn: () => undefined } });
+    const costGuard = new CostGuardProcessor({
+      maxCost,
+      client: tollgate,
+      failMode: 'closed',
+      logger: { warn: () => undefined },
+    });
     const results = await Promise.all(
       Array.from({ length: 32 }, async () => {
         const { agent } = guardedAgent(costGuard);
-        return agent.generate('Look it up twice.', { maxSteps: 5, requestContext: contextFor(resourceId), modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS } });
+        return agent.generate('Look it up twice.', {
+          maxSteps: 5,
+          requestContext: contextFor(resourceId),
+          modelSettings: { maxOutputTokens: MAX_OUTPUT_TOKENS },
+        });
       }),
     );
     await tollgate.flush();

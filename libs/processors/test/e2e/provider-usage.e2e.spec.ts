@@ -35,12 +35,22 @@ describe('an Anthropic step with cache reads, recorded in the real service', () 
       projectId,
     );
   const openReservations = async (projectId: string) =>
-    (await svc.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND status = 'open'`, projectId))[0]!.n;
+    (
+      await svc.prisma.$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND status = 'open'`,
+        projectId,
+      )
+    )[0]!.n;
   const client = (project: TestProject) => new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
   const run = async (agent: Agent, mode: 'generate' | 'stream', resourceId: string) => {
     const requestContext = new RequestContext();
     requestContext.set('mastra__resourceId', resourceId);
-    const text = mode === 'generate' ? (await agent.generate('What is in the cached document?', { requestContext })).text : await (await agent.stream('What is in the cached document?', { requestContext })).text;
+    const text =
+      mode === 'generate'
+        ? (await agent.generate('What is in the cached document?', { requestContext })).text
+        : await (
+            await agent.stream('What is in the cached document?', { requestContext })
+          ).text;
     expect(text).toBe('Cached answer.');
   };
   const expectedRow = {
@@ -56,39 +66,76 @@ describe('an Anthropic step with cache reads, recorded in the real service', () 
     settles: true,
   };
 
-  it.each(cases)('CostGuardProcessor: the step is stored with its cache reads inside 10,050 input tokens, at 3,450 micro-USD, and its reservation is settled (%s model, %s)', async (spec, mode) => {
-    const project = await createProject(svc.url);
-    const tollgate = client(project);
-    const warnings: string[] = [];
-    const costGuard = new CostGuardProcessor({ maxCost: 5, client: tollgate, logger: { warn: (m) => void warnings.push(m) } });
-    const agent = new Agent({ id: 'cached', name: 'cached', instructions: 'Answer from the document.', model: anthropicModel(spec) as never, inputProcessors: [costGuard] });
+  it.each(cases)(
+    'CostGuardProcessor: the step is stored with its cache reads inside 10,050 input tokens, at 3,450 micro-USD, and its reservation is settled (%s model, %s)',
+    async (spec, mode) => {
+      const project = await createProject(svc.url);
+      const tollgate = client(project);
+      const warnings: string[] = [];
+      const costGuard = new CostGuardProcessor({
+        maxCost: 5,
+        client: tollgate,
+        logger: { warn: (m) => void warnings.push(m) },
+      });
+      const agent = new Agent({
+        id: 'cached',
+        name: 'cached',
+        instructions: 'Answer from the document.',
+        model: anthropicModel(spec) as never,
+        inputProcessors: [costGuard],
+      });
 
-    await run(agent, mode, `r-${randomUUID()}`);
-    await tollgate.flush();
+      await run(agent, mode, `r-${randomUUID()}`);
+      await tollgate.flush();
 
-    expect(warnings).toEqual([]);
-    expect(await steps(project.id)).toEqual([expectedRow]);
-    expect(await openReservations(project.id)).toBe(0);
-    // The service's own pricing function, on the usage it stored, gives the same micro-units.
-    const priced = priceStep({ provider: 'anthropic', model: ANTHROPIC_MODEL, usage: { inputTokens: 10_050, outputTokens: 20, cacheReadTokens: 10_000 } }, new Date(), []);
-    expect(priced).toMatchObject({ priced: true, costMicros: BigInt(EXPECTED_MICROS) });
-    await tollgate.shutdown();
-  });
+      expect(warnings).toEqual([]);
+      expect(await steps(project.id)).toEqual([expectedRow]);
+      expect(await openReservations(project.id)).toBe(0);
+      // The service's own pricing function, on the usage it stored, gives the same micro-units.
+      const priced = priceStep(
+        {
+          provider: 'anthropic',
+          model: ANTHROPIC_MODEL,
+          usage: { inputTokens: 10_050, outputTokens: 20, cacheReadTokens: 10_000 },
+        },
+        new Date(),
+        [],
+      );
+      expect(priced).toMatchObject({ priced: true, costMicros: BigInt(EXPECTED_MICROS) });
+      await tollgate.shutdown();
+    },
+  );
 
-  it.each(cases)("the SDK's TollgateStepProcessor stores the same step at the same cost, settling its reservation (%s model, %s)", async (spec, mode) => {
-    const project = await createProject(svc.url);
-    const tollgate = client(project);
-    const errors: unknown[] = [];
-    const processor = new TollgateStepProcessor({ client: tollgate, entityName: 'cached', guard: { reserve: true, limits: [{ scope: 'resource', maxCost: 5 }] }, onError: (e) => errors.push(e) });
-    const agent = new Agent({ id: 'cached', name: 'cached', instructions: 'Answer from the document.', model: anthropicModel(spec) as never, inputProcessors: [processor], outputProcessors: [processor], errorProcessors: [processor] });
+  it.each(cases)(
+    "the SDK's TollgateStepProcessor stores the same step at the same cost, settling its reservation (%s model, %s)",
+    async (spec, mode) => {
+      const project = await createProject(svc.url);
+      const tollgate = client(project);
+      const errors: unknown[] = [];
+      const processor = new TollgateStepProcessor({
+        client: tollgate,
+        entityName: 'cached',
+        guard: { reserve: true, limits: [{ scope: 'resource', maxCost: 5 }] },
+        onError: (e) => errors.push(e),
+      });
+      const agent = new Agent({
+        id: 'cached',
+        name: 'cached',
+        instructions: 'Answer from the document.',
+        model: anthropicModel(spec) as never,
+        inputProcessors: [processor],
+        outputProcessors: [processor],
+        errorProcessors: [processor],
+      });
 
-    await run(agent, mode, `r-${randomUUID()}`);
-    await tollgate.flush();
+      await run(agent, mode, `r-${randomUUID()}`);
+      await tollgate.flush();
 
-    expect(errors).toEqual([]);
-    expect(tollgate.events.stats).toMatchObject({ rejected: 0 });
-    expect(await steps(project.id)).toEqual([expectedRow]);
-    expect(await openReservations(project.id)).toBe(0);
-    await tollgate.shutdown();
-  });
+      expect(errors).toEqual([]);
+      expect(tollgate.events.stats).toMatchObject({ rejected: 0 });
+      expect(await steps(project.id)).toEqual([expectedRow]);
+      expect(await openReservations(project.id)).toBe(0);
+      await tollgate.shutdown();
+    },
+  );
 });

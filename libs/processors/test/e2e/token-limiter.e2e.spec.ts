@@ -37,7 +37,14 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
 
   /** Records `tokens` input tokens already used by the resource, and waits until they are stored. */
   async function used(resourceId: string, tokens: number) {
-    tollgate.events.record({ traceId: `t-${randomUUID()}`, resourceId, entityType: 'agent', provider: 'openai', model: 'gpt-4o', usage: { inputTokens: tokens, outputTokens: 0 } });
+    tollgate.events.record({
+      traceId: `t-${randomUUID()}`,
+      resourceId,
+      entityType: 'agent',
+      provider: 'openai',
+      model: 'gpt-4o',
+      usage: { inputTokens: tokens, outputTokens: 0 },
+    });
     await tollgate.flush();
   }
 
@@ -49,7 +56,14 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
     list.add(history as never, 'memory');
     const requestContext = new RequestContext();
     requestContext.set('mastra__resourceId', resourceId);
-    await limiter.processInputStep({ messages: [], messageList: list as never, abort, requestContext, stepNumber: 0, model: { provider: 'openai.chat', modelId: 'gpt-4o' } });
+    await limiter.processInputStep({
+      messages: [],
+      messageList: list as never,
+      abort,
+      requestContext,
+      stepNumber: 0,
+      model: { provider: 'openai.chat', modelId: 'gpt-4o' },
+    });
     const left = list.get.all.db().map((m) => m.id);
     expect(left).toEqual(history.slice(history.length - left.length).map((m) => m.id)); // the newest ones
     return left.length;
@@ -57,17 +71,29 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
 
   it('trims to what a project policy has left of its token budget', async () => {
     const name = `tokens-${randomUUID()}`;
-    const policy = await call(svc.url, 'PUT', `/v1/policies/${name}`, { token: project.key, body: { scope: 'resource', window: '24h', maxTotalTokens: 1_000, entityName: 'limited' } });
+    const policy = await call(svc.url, 'PUT', `/v1/policies/${name}`, {
+      token: project.key,
+      body: { scope: 'resource', window: '24h', maxTotalTokens: 1_000, entityName: 'limited' },
+    });
     expect(policy.status).toBe(200);
     const resourceId = `r-${randomUUID()}`;
     await used(resourceId, 1_000 - limitFor(40)); // leaves room for two 20-token messages
-    const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, context: { entityName: 'limited' } } });
+    const limiter = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, context: { entityName: 'limited' } },
+    });
     expect(await kept(limiter, resourceId)).toBe(2);
     // The policy names its agent: another agent's steps are not capped by it.
-    const other = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, context: { entityName: 'other' } } });
+    const other = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, context: { entityName: 'other' } },
+    });
     expect(await kept(other, resourceId)).toBe(3);
     // A dry run: nothing was reserved or audited.
-    const rows = await svc.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND type <> 'StepUsageRecorded'`, project.id);
+    const rows = await svc.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND type <> 'StepUsageRecorded'`,
+      project.id,
+    );
     expect(rows[0]!.n).toBe(0);
   });
 
@@ -85,7 +111,10 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
     });
     expect(reserved.reservation).toBeDefined();
     const maxTotalTokens = 800 + limitFor(20); // 500 used + 300 reserved: room for one message
-    const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits: [{ scope: 'resource', window: '1h', maxTotalTokens }] } });
+    const limiter = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, limits: [{ scope: 'resource', window: '1h', maxTotalTokens }] },
+    });
     expect(await kept(limiter, resourceId)).toBe(1);
     // Released, those 300 tokens are free again.
     await tollgate.guard.release(reserved.reservation!.id);
@@ -95,7 +124,12 @@ describe('TokenLimiterProcessor with a guard: TollgateClient against the real se
   it('a budget already spent leaves no message: the step is aborted, never sent empty', async () => {
     const resourceId = `r-${randomUUID()}`;
     await used(resourceId, 2_000);
-    const limiter = new TokenLimiterProcessor({ limit: limitFor(100), guard: { client: tollgate, limits: [{ scope: 'resource', maxInputTokens: 2_000 }] } });
-    await expect(kept(limiter, resourceId)).rejects.toThrow('TokenLimiterProcessor: System messages alone exceed token limit');
+    const limiter = new TokenLimiterProcessor({
+      limit: limitFor(100),
+      guard: { client: tollgate, limits: [{ scope: 'resource', maxInputTokens: 2_000 }] },
+    });
+    await expect(kept(limiter, resourceId)).rejects.toThrow(
+      'TokenLimiterProcessor: System messages alone exceed token limit',
+    );
   });
 });

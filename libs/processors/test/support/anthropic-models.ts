@@ -4,12 +4,19 @@ import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
  * One Anthropic step as the Messages API reports it: 50 uncached input tokens, 10,000 read from
  * the prompt cache, none written, 20 output tokens. Anthropic's `input_tokens` leaves the cache out.
  */
-export const ANTHROPIC_USAGE = { input_tokens: 50, cache_read_input_tokens: 10_000, cache_creation_input_tokens: 0, output_tokens: 20 };
+export const ANTHROPIC_USAGE = {
+  input_tokens: 50,
+  cache_read_input_tokens: 10_000,
+  cache_creation_input_tokens: 0,
+  output_tokens: 20,
+};
 export const ANTHROPIC_PROVIDER = 'anthropic.messages';
 export const ANTHROPIC_MODEL = 'claude-sonnet-4-20250514';
 
 // What @ai-sdk/anthropic puts in providerMetadata, in both majors: the raw usage, and the cache writes.
-const providerMetadata = { anthropic: { usage: ANTHROPIC_USAGE, cacheCreationInputTokens: ANTHROPIC_USAGE.cache_creation_input_tokens } };
+const providerMetadata = {
+  anthropic: { usage: ANTHROPIC_USAGE, cacheCreationInputTokens: ANTHROPIC_USAGE.cache_creation_input_tokens },
+};
 
 /**
  * The step through an AI SDK 5 provider (model spec V2): `inputTokens` is Anthropic's own (the 50
@@ -42,7 +49,14 @@ export function anthropicModel(spec: 'v2' | 'v3') {
     return new MockLanguageModelV3({
       provider: ANTHROPIC_PROVIDER,
       modelId: ANTHROPIC_MODEL,
-      doGenerate: async () => ({ content: [{ type: 'text', text: 'Cached answer.' }], finishReason: { unified: 'stop', raw: 'end_turn' }, usage: V3_USAGE, providerMetadata, warnings: [] }) as never,
+      doGenerate: async () =>
+        ({
+          content: [{ type: 'text', text: 'Cached answer.' }],
+          finishReason: { unified: 'stop', raw: 'end_turn' },
+          usage: V3_USAGE,
+          providerMetadata,
+          warnings: [],
+        }) as never,
       doStream: async () =>
         ({
           stream: convertArrayToReadableStream([
@@ -60,7 +74,13 @@ export function anthropicModel(spec: 'v2' | 'v3') {
     provider: ANTHROPIC_PROVIDER,
     modelId: ANTHROPIC_MODEL,
     supportedUrls: {},
-    doGenerate: async () => ({ content: [{ type: 'text', text: 'Cached answer.' }], finishReason: 'stop', usage: V2_USAGE, providerMetadata, warnings: [] }),
+    doGenerate: async () => ({
+      content: [{ type: 'text', text: 'Cached answer.' }],
+      finishReason: 'stop',
+      usage: V2_USAGE,
+      providerMetadata,
+      warnings: [],
+    }),
     doStream: async () => ({
       stream: convertArrayToReadableStream<unknown>([
         { type: 'stream-start', warnings: [] },

@@ -45,7 +45,9 @@ interface Recorded {
 
 /** Every scope key a step touches; the run under its trace id and its run id (as Tollgate's `scopeKeysOf`). */
 function scopeKeysOf(context: GuardContext): string[] {
-  const keys = SCOPES.map((s) => (scopeId(s, context) ? `${s}:${scopeId(s, context)}` : null)).filter((k): k is string => k !== null);
+  const keys = SCOPES.map((s) => (scopeId(s, context) ? `${s}:${scopeId(s, context)}` : null)).filter(
+    (k): k is string => k !== null,
+  );
   if (context.traceId && context.runId && context.runId !== context.traceId) keys.push(`run:${context.runId}`);
   return keys.sort();
 }
@@ -100,7 +102,14 @@ export class InMemoryTollgate implements TollgateGuardClient {
   }
 
   /** Records usage directly, as another service or an earlier run would have. */
-  seed(context: GuardContext, provider: string, model: string, inputTokens: number, outputTokens: number, ageMs = 0): void {
+  seed(
+    context: GuardContext,
+    provider: string,
+    model: string,
+    inputTokens: number,
+    outputTokens: number,
+    ageMs = 0,
+  ): void {
     const event: StepUsageEvent = {
       eventId: `seed-${this.nextId++}`,
       occurredAt: new Date(this.now - ageMs).toISOString(),
@@ -111,12 +120,20 @@ export class InMemoryTollgate implements TollgateGuardClient {
       model,
       usage: { inputTokens, outputTokens },
     };
-    this.recorded.push({ event, at: this.now - ageMs, costMicros: this.priceMicros(provider, model, inputTokens, outputTokens) });
+    this.recorded.push({
+      event,
+      at: this.now - ageMs,
+      costMicros: this.priceMicros(provider, model, inputTokens, outputTokens),
+    });
   }
 
   /** Total recorded cost (USD) of every event in `scope:id`, all time. */
   spent(scope: GuardScope, id: string): number {
-    return this.recorded.filter((r) => scopeKeysOf(r.event).includes(`${scope}:${id}`)).reduce((sum, r) => sum + (r.costMicros ?? 0), 0) / 1e6;
+    return (
+      this.recorded
+        .filter((r) => scopeKeysOf(r.event).includes(`${scope}:${id}`))
+        .reduce((sum, r) => sum + (r.costMicros ?? 0), 0) / 1e6
+    );
   }
 
   /** Cost in micro-units, rounded once per step as Tollgate prices it; null when unpriced. */
@@ -131,21 +148,49 @@ export class InMemoryTollgate implements TollgateGuardClient {
     if (this.failWith) throw this.failWith;
     if (this.busyChecks > 0) {
       this.busyChecks--;
-      return { decision: 'deny', reason: 'busy', retryAfterMs: this.busyRetryAfterMs, violations: [], warnings: [], skipped: [], usage: {}, asOf: new Date(this.now).toISOString() };
+      return {
+        decision: 'deny',
+        reason: 'busy',
+        retryAfterMs: this.busyRetryAfterMs,
+        violations: [],
+        warnings: [],
+        skipped: [],
+        usage: {},
+        asOf: new Date(this.now).toISOString(),
+      };
     }
-    if (request.reserve && (!request.estimate || !request.stepId)) throw new Error(`400 ${request.estimate ? 'stepId' : 'estimate'} is required when reserve is true`);
+    if (request.reserve && (!request.estimate || !request.stepId))
+      throw new Error(`400 ${request.estimate ? 'stepId' : 'estimate'} is required when reserve is true`);
     // Everything below runs in one turn: evaluation and reservation are atomic.
     const reserving = request.reserve === true && request.dryRun !== true;
     if (reserving) {
       const existing = [...this.reservations.values()].find((r) => r.stepId === request.stepId);
-      if (existing && existing.status !== 'open') throw new Error(`409 stepId ${request.stepId} already had a reservation, now ${existing.status}`);
+      if (existing && existing.status !== 'open')
+        throw new Error(`409 stepId ${request.stepId} already had a reservation, now ${existing.status}`);
       if (existing) {
-        const reservation = { id: existing.id, estimatedCost: existing.costMicros / 1e6, costUnit: 'USD', inputTokens: existing.inputTokens, outputTokens: existing.outputTokens, expiresAt: new Date(existing.expiresAt).toISOString() };
-        return { decision: 'allow', violations: [], warnings: [], skipped: [], usage: {}, reservation, asOf: new Date(this.now).toISOString() };
+        const reservation = {
+          id: existing.id,
+          estimatedCost: existing.costMicros / 1e6,
+          costUnit: 'USD',
+          inputTokens: existing.inputTokens,
+          outputTokens: existing.outputTokens,
+          expiresAt: new Date(existing.expiresAt).toISOString(),
+        };
+        return {
+          decision: 'allow',
+          violations: [],
+          warnings: [],
+          skipped: [],
+          usage: {},
+          reservation,
+          asOf: new Date(this.now).toISOString(),
+        };
       }
     }
     const estimate = request.estimate;
-    const estimateMicros = estimate ? (this.priceMicros(estimate.provider, estimate.model, estimate.inputTokens, estimate.maxOutputTokens) ?? 0) : 0;
+    const estimateMicros = estimate
+      ? (this.priceMicros(estimate.provider, estimate.model, estimate.inputTokens, estimate.maxOutputTokens) ?? 0)
+      : 0;
     const estIn = estimate?.inputTokens ?? 0;
     const estOut = estimate?.maxOutputTokens ?? 0;
     const violations: GuardFinding[] = [];
@@ -155,7 +200,11 @@ export class InMemoryTollgate implements TollgateGuardClient {
     for (const limit of request.limits ?? []) {
       const id = scopeId(limit.scope, request.context);
       if (id === undefined) {
-        if (!skipped.some((s) => s.scope === limit.scope)) skipped.push({ scope: limit.scope, reason: `no ${limit.scope === 'run' ? 'traceId or runId' : `${limit.scope}Id`} in context` });
+        if (!skipped.some((s) => s.scope === limit.scope))
+          skipped.push({
+            scope: limit.scope,
+            reason: `no ${limit.scope === 'run' ? 'traceId or runId' : `${limit.scope}Id`} in context`,
+          });
         continue;
       }
       const scopeKey = `${limit.scope}:${id}`;
@@ -164,16 +213,39 @@ export class InMemoryTollgate implements TollgateGuardClient {
       usage[usageKey(limit.scope, id, window ?? undefined)] = u;
       const costMicros = Math.round(u.estimatedCost * 1e6) + Math.round(u.reservedCost * 1e6) + estimateMicros;
       const checks: Array<[GuardFinding['limitType'], number | undefined, number, string, number]> = [
-        ['cost', limit.maxCost === undefined ? undefined : Math.round(limit.maxCost * 1e6), costMicros, u.costUnit ?? 'USD', 1e6],
-        ['totalTokens', limit.maxTotalTokens, u.totalTokens + u.reservedInputTokens + u.reservedOutputTokens + estIn + estOut, 'tokens', 1],
+        [
+          'cost',
+          limit.maxCost === undefined ? undefined : Math.round(limit.maxCost * 1e6),
+          costMicros,
+          u.costUnit ?? 'USD',
+          1e6,
+        ],
+        [
+          'totalTokens',
+          limit.maxTotalTokens,
+          u.totalTokens + u.reservedInputTokens + u.reservedOutputTokens + estIn + estOut,
+          'tokens',
+          1,
+        ],
         ['inputTokens', limit.maxInputTokens, u.inputTokens + u.reservedInputTokens + estIn, 'tokens', 1],
         ['outputTokens', limit.maxOutputTokens, u.outputTokens + u.reservedOutputTokens + estOut, 'tokens', 1],
       ];
       for (const [limitType, max, value, unit, scale] of checks) {
         if (max === undefined) continue;
-        const finding = (threshold: 'soft' | 'hard'): GuardFinding => ({ scope: limit.scope, scopeKey, window, limitType, usage: value / scale, limit: max / scale, unit, threshold, source: 'request' });
+        const finding = (threshold: 'soft' | 'hard'): GuardFinding => ({
+          scope: limit.scope,
+          scopeKey,
+          window,
+          limitType,
+          usage: value / scale,
+          limit: max / scale,
+          unit,
+          threshold,
+          source: 'request',
+        });
         if (value >= max) violations.push(finding('hard'));
-        else if (limit.warnAtPercent !== undefined && value >= (max * limit.warnAtPercent) / 100) warnings.push(finding('soft'));
+        else if (limit.warnAtPercent !== undefined && value >= (max * limit.warnAtPercent) / 100)
+          warnings.push(finding('soft'));
       }
     }
     const decision = violations.length > 0 ? 'deny' : 'allow';
@@ -190,9 +262,24 @@ export class InMemoryTollgate implements TollgateGuardClient {
         status: 'open',
       };
       this.reservations.set(r.id, r);
-      reservation = { id: r.id, estimatedCost: r.costMicros / 1e6, costUnit: 'USD', inputTokens: r.inputTokens, outputTokens: r.outputTokens, expiresAt: new Date(r.expiresAt).toISOString() };
+      reservation = {
+        id: r.id,
+        estimatedCost: r.costMicros / 1e6,
+        costUnit: 'USD',
+        inputTokens: r.inputTokens,
+        outputTokens: r.outputTokens,
+        expiresAt: new Date(r.expiresAt).toISOString(),
+      };
     }
-    return structuredClone({ decision, violations, warnings, skipped, usage, ...(reservation ? { reservation } : {}), asOf: new Date(this.now).toISOString() });
+    return structuredClone({
+      decision,
+      violations,
+      warnings,
+      skipped,
+      usage,
+      ...(reservation ? { reservation } : {}),
+      asOf: new Date(this.now).toISOString(),
+    });
   }
 
   private async release(reservationId: string): Promise<{ id: string; status: string }> {

@@ -5,12 +5,27 @@ let seq = 0;
 export const uid = (prefix = 'm') => `${prefix}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 /** A format-2 message with one text part. */
-export function text(role: 'user' | 'assistant' | 'system', body: string, id = uid()): MessageShape & { createdAt: Date } {
-  return { id, role, createdAt: new Date(), content: { format: 2, parts: [{ type: 'text', text: body }] } as MessageShape['content'] };
+export function text(
+  role: 'user' | 'assistant' | 'system',
+  body: string,
+  id = uid(),
+): MessageShape & { createdAt: Date } {
+  return {
+    id,
+    role,
+    createdAt: new Date(),
+    content: { format: 2, parts: [{ type: 'text', text: body }] } as MessageShape['content'],
+  };
 }
 
 /** An assistant message holding one tool call and (when `result` is given) its result, as Mastra stores them. */
-export function toolMessage(toolCallId: string, toolName: string, args: unknown, result?: unknown, id = uid()): MessageShape & { createdAt: Date } {
+export function toolMessage(
+  toolCallId: string,
+  toolName: string,
+  args: unknown,
+  result?: unknown,
+  id = uid(),
+): MessageShape & { createdAt: Date } {
   return {
     id,
     role: 'assistant',
@@ -20,7 +35,10 @@ export function toolMessage(toolCallId: string, toolName: string, args: unknown,
       parts: [
         {
           type: 'tool-invocation',
-          toolInvocation: result === undefined ? { state: 'call', toolCallId, toolName, args } : { state: 'result', toolCallId, toolName, args, result },
+          toolInvocation:
+            result === undefined
+              ? { state: 'call', toolCallId, toolName, args }
+              : { state: 'result', toolCallId, toolName, args, result },
         },
       ],
     } as MessageShape['content'],

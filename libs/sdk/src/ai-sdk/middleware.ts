@@ -114,16 +114,32 @@ export class TollgateGuardDeniedError extends TollgateError {
 
 /** True for a {@link TollgateGuardDeniedError}, also one made by another copy of the SDK (its ESM and CommonJS builds). */
 export function isTollgateGuardDenied(error: unknown): error is TollgateGuardDeniedError {
-  return error instanceof TollgateGuardDeniedError || ((error as { name?: unknown })?.name === 'TollgateGuardDeniedError' && (error as { code?: unknown }).code === 'guard_denied');
+  return (
+    error instanceof TollgateGuardDeniedError ||
+    ((error as { name?: unknown })?.name === 'TollgateGuardDeniedError' &&
+      (error as { code?: unknown }).code === 'guard_denied')
+  );
 }
 
 /** A middleware for `wrapLanguageModel`, in the shape of AI SDK 5 (`LanguageModelV2Middleware`) and AI SDK 6 (`LanguageModelV3Middleware`). */
 export interface TollgateLanguageModelMiddleware {
   readonly specificationVersion: 'v3';
   readonly middlewareVersion: 'v2';
-  transformParams: <P extends AiSdkCallOptionsLike>(options: { type: 'generate' | 'stream'; params: P; model: AiSdkModelLike }) => Promise<P>;
-  wrapGenerate: <R>(options: { doGenerate: () => PromiseLike<R>; params: AiSdkCallOptionsLike; model: AiSdkModelLike }) => Promise<R>;
-  wrapStream: <R extends { stream: ReadableStream<unknown> }>(options: { doStream: () => PromiseLike<R>; params: AiSdkCallOptionsLike; model: AiSdkModelLike }) => Promise<R>;
+  transformParams: <P extends AiSdkCallOptionsLike>(options: {
+    type: 'generate' | 'stream';
+    params: P;
+    model: AiSdkModelLike;
+  }) => Promise<P>;
+  wrapGenerate: <R>(options: {
+    doGenerate: () => PromiseLike<R>;
+    params: AiSdkCallOptionsLike;
+    model: AiSdkModelLike;
+  }) => Promise<R>;
+  wrapStream: <R extends { stream: ReadableStream<unknown> }>(options: {
+    doStream: () => PromiseLike<R>;
+    params: AiSdkCallOptionsLike;
+    model: AiSdkModelLike;
+  }) => Promise<R>;
 }
 
 interface Step {
@@ -144,19 +160,32 @@ interface InnerModel<G, S = never> {
   doStream(params: AiSdkCallOptionsLike): PromiseLike<S>;
 }
 
-const CONTEXT_KEYS = ['traceId', 'runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityType', 'entityName'] as const;
+const CONTEXT_KEYS = [
+  'traceId',
+  'runId',
+  'threadId',
+  'resourceId',
+  'userId',
+  'organizationId',
+  'sessionId',
+  'entityType',
+  'entityName',
+] as const;
 
 /** `providerOptions.tollgate`, the ids a single call can carry. */
 function contextFromCall(params: AiSdkCallOptionsLike): GuardContext {
   const raw = params.providerOptions?.['tollgate'];
   const out: GuardContext = {};
-  if (raw && typeof raw === 'object') for (const k of CONTEXT_KEYS) if (typeof raw[k] === 'string' && raw[k] !== '') out[k] = raw[k] as string;
+  if (raw && typeof raw === 'object')
+    for (const k of CONTEXT_KEYS) if (typeof raw[k] === 'string' && raw[k] !== '') out[k] = raw[k] as string;
   return out;
 }
 
 /** Characters of the prompt and tools as JSON, binary file data left out. */
 function promptChars(params: AiSdkCallOptionsLike): number {
-  const json = JSON.stringify([params.prompt ?? null, params.tools ?? null], (_k, v: unknown) => (ArrayBuffer.isView(v) || v instanceof ArrayBuffer ? undefined : v));
+  const json = JSON.stringify([params.prompt ?? null, params.tools ?? null], (_k, v: unknown) =>
+    ArrayBuffer.isView(v) || v instanceof ArrayBuffer ? undefined : v,
+  );
   return json.length;
 }
 
@@ -186,10 +215,17 @@ const clampTokens = (n: number) => Math.max(0, Math.min(TOKENS_MAX, Math.ceil(n)
  * ```
  */
 export function tollgateMiddleware(options: TollgateMiddlewareOptions): TollgateLanguageModelMiddleware {
-  if (!options?.client) throw new TollgateError('tollgateMiddleware needs client, a TollgateClient', { code: 'validation_failed', field: 'client' });
+  if (!options?.client)
+    throw new TollgateError('tollgateMiddleware needs client, a TollgateClient', {
+      code: 'validation_failed',
+      field: 'client',
+    });
   const defaultMax = options.defaultMaxOutputTokens ?? 4096;
   if (!Number.isInteger(defaultMax) || defaultMax < 1 || defaultMax > TOKENS_MAX) {
-    throw new TollgateError(`tollgateMiddleware option defaultMaxOutputTokens must be an integer between 1 and ${TOKENS_MAX}, got ${String(defaultMax)}`, { code: 'validation_failed', field: 'defaultMaxOutputTokens' });
+    throw new TollgateError(
+      `tollgateMiddleware option defaultMaxOutputTokens must be an integer between 1 and ${TOKENS_MAX}, got ${String(defaultMax)}`,
+      { code: 'validation_failed', field: 'defaultMaxOutputTokens' },
+    );
   }
   const { client } = options;
   const reserve = options.reserve ?? true;
@@ -206,10 +242,18 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
     const given = typeof options.context === 'function' ? await options.context(call) : (options.context ?? {});
     const ctx: GuardContext = { ...given, ...contextFromCall(params) };
     const runId = ctx.runId ?? globalThis.crypto.randomUUID();
-    const context = { ...ctx, runId, traceId: ctx.traceId ?? runId, entityType: ctx.entityType ?? options.entityType ?? 'agent', ...(ctx.entityName ?? options.entityName ? { entityName: ctx.entityName ?? options.entityName } : {}) };
+    const context = {
+      ...ctx,
+      runId,
+      traceId: ctx.traceId ?? runId,
+      entityType: ctx.entityType ?? options.entityType ?? 'agent',
+      ...((ctx.entityName ?? options.entityName) ? { entityName: ctx.entityName ?? options.entityName } : {}),
+    };
     const provider = options.provider ?? ((model.provider ?? '').split('.')[0] || 'unknown');
     const modelName = options.modelId ?? (model.modelId || 'unknown');
-    const estimate = options.estimate ? await options.estimate(call) : { inputTokens: promptChars(params) / 4, maxOutputTokens: params.maxOutputTokens ?? defaultMax };
+    const estimate = options.estimate
+      ? await options.estimate(call)
+      : { inputTokens: promptChars(params) / 4, maxOutputTokens: params.maxOutputTokens ?? defaultMax };
     const maxOutputTokens = clampTokens(estimate.maxOutputTokens);
     const decision = await client.guard.check({
       context,
@@ -219,7 +263,9 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
       stepId: reserve ? `${runId}:${globalThis.crypto.randomUUID()}` : undefined,
       failMode: options.failMode ?? 'open',
       ...(options.onExceed ? { onExceed: options.onExceed } : {}),
-      ...(options.minOutputTokens !== undefined && maxOutputTokens > 0 ? { minOutputTokens: Math.max(1, Math.min(maxOutputTokens, Math.floor(options.minOutputTokens))) } : {}),
+      ...(options.minOutputTokens !== undefined && maxOutputTokens > 0
+        ? { minOutputTokens: Math.max(1, Math.min(maxOutputTokens, Math.floor(options.minOutputTokens))) }
+        : {}),
     });
     try {
       options.onDecision?.(decision, call);
@@ -228,7 +274,16 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
     }
     if (decision.decision === 'deny') throw new TollgateGuardDeniedError(decision);
     const shrunkTo = decision.adjust?.maxOutputTokens;
-    return { call, context, provider, model: modelName, reservationId: decision.reservation?.id, ...(shrunkTo !== undefined ? { shrunkTo } : {}), startedAt: Date.now(), closed: false };
+    return {
+      call,
+      context,
+      provider,
+      model: modelName,
+      reservationId: decision.reservation?.id,
+      ...(shrunkTo !== undefined ? { shrunkTo } : {}),
+      startedAt: Date.now(),
+      closed: false,
+    };
   }
 
   /** The call ended without usage to record: free what it held. */
@@ -247,8 +302,15 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
   async function finish(step: Step, usage: unknown, finishReason: unknown, providerMetadata: unknown): Promise<void> {
     if (step.closed) return;
     const { model } = step.call;
-    const spec = model.specificationVersion === 'v2' || model.specificationVersion === 'v3' ? model.specificationVersion : undefined;
-    const normalized = fromAiSdk(usage as never, { provider: model.provider ?? step.provider, providerMetadata: providerMetadata as Record<string, unknown> | undefined, specVersion: spec }).usage;
+    const spec =
+      model.specificationVersion === 'v2' || model.specificationVersion === 'v3'
+        ? model.specificationVersion
+        : undefined;
+    const normalized = fromAiSdk(usage as never, {
+      provider: model.provider ?? step.provider,
+      providerMetadata: providerMetadata as Record<string, unknown> | undefined,
+      specVersion: spec,
+    }).usage;
     const event: RecordStepEvent = {
       ...step.context,
       provider: step.provider,
@@ -286,7 +348,14 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
     async wrapGenerate({ doGenerate, params, model }) {
       const step = await begin({ type: 'generate', params, model });
       // Shrunk by the guard: the inner model is called with the cap its reservation holds.
-      const run = step.shrunkTo !== undefined ? () => (model as unknown as InnerModel<Awaited<ReturnType<typeof doGenerate>>>).doGenerate({ ...params, maxOutputTokens: step.shrunkTo }) : doGenerate;
+      const run =
+        step.shrunkTo !== undefined
+          ? () =>
+              (model as unknown as InnerModel<Awaited<ReturnType<typeof doGenerate>>>).doGenerate({
+                ...params,
+                maxOutputTokens: step.shrunkTo,
+              })
+          : doGenerate;
       let result;
       try {
         result = await run();
@@ -301,7 +370,14 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
 
     async wrapStream({ doStream, params, model }) {
       const step = await begin({ type: 'stream', params, model });
-      const run = step.shrunkTo !== undefined ? () => (model as unknown as InnerModel<never, Awaited<ReturnType<typeof doStream>>>).doStream({ ...params, maxOutputTokens: step.shrunkTo }) : doStream;
+      const run =
+        step.shrunkTo !== undefined
+          ? () =>
+              (model as unknown as InnerModel<never, Awaited<ReturnType<typeof doStream>>>).doStream({
+                ...params,
+                maxOutputTokens: step.shrunkTo,
+              })
+          : doStream;
       let result;
       try {
         result = await run();
@@ -312,7 +388,8 @@ export function tollgateMiddleware(options: TollgateMiddlewareOptions): Tollgate
       const reader = result.stream.getReader();
       let finished: { usage?: unknown; finishReason?: unknown; providerMetadata?: unknown } | undefined;
       // The step ends with the stream: recorded when it carried a finish part, released otherwise.
-      const end = () => (finished ? finish(step, finished.usage, finished.finishReason, finished.providerMetadata) : release(step));
+      const end = () =>
+        finished ? finish(step, finished.usage, finished.finishReason, finished.providerMetadata) : release(step);
       const stream = new ReadableStream<unknown>({
         async pull(controller) {
           let chunk: { done: boolean; value?: unknown };

@@ -6,7 +6,10 @@ import { acceptAll, fakeService, refused, step, type FakeReply, type FakeRequest
 beforeEach(() => jest.useFakeTimers({ now: new Date('2026-12-01T10:00:00Z') }));
 afterEach(() => jest.useRealTimers());
 
-function client(handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>, options: Partial<TollgateClientOptions> = {}) {
+function client(
+  handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>,
+  options: Partial<TollgateClientOptions> = {},
+) {
   const service = fakeService(handler);
   const drops: { reason: string; n: number; field?: string }[] = [];
   const rejections: { field: string; reason: string; eventId: string | null }[] = [];
@@ -50,7 +53,11 @@ describe('events.record buffering', () => {
 
   it('cuts batches by bytes, never splitting one event', async () => {
     const { c, service } = client(acceptAll, { maxBatchBytes: 700, flushIntervalMs: 10 });
-    const one = JSON.stringify({ ...step(), eventId: '00000000-0000-4000-8000-000000000000', occurredAt: new Date().toISOString() }).length;
+    const one = JSON.stringify({
+      ...step(),
+      eventId: '00000000-0000-4000-8000-000000000000',
+      occurredAt: new Date().toISOString(),
+    }).length;
     expect(one).toBeLessThan(350);
     for (let i = 0; i < 5; i++) c.events.record(step());
     await run(c.flush());
@@ -60,7 +67,11 @@ describe('events.record buffering', () => {
   });
 
   it('fills eventId and occurredAt once, so a retried batch carries the same ids', async () => {
-    const { c, service } = client((req, n) => (n < 3 ? { status: 503, body: { statusCode: 503, code: 'unavailable', message: 'retry shortly' } } : acceptAll(req)));
+    const { c, service } = client((req, n) =>
+      n < 3
+        ? { status: 503, body: { statusCode: 503, code: 'unavailable', message: 'retry shortly' } }
+        : acceptAll(req),
+    );
     const id = c.events.record(step());
     await run(c.flush());
     expect(service.requests).toHaveLength(3);
@@ -80,14 +91,27 @@ describe('events.record buffering', () => {
   });
 
   it('honours Retry-After on 429 and 503', async () => {
-    const { c, service } = client((req, n) => (n === 1 ? { status: 429, body: { statusCode: 429, code: 'rate_limited', message: 'slow down' }, headers: { 'retry-after': '2' } } : acceptAll(req)), { flushIntervalMs: 0 });
+    const { c, service } = client(
+      (req, n) =>
+        n === 1
+          ? {
+              status: 429,
+              body: { statusCode: 429, code: 'rate_limited', message: 'slow down' },
+              headers: { 'retry-after': '2' },
+            }
+          : acceptAll(req),
+      { flushIntervalMs: 0 },
+    );
     c.events.record(step());
     await run(c.flush());
     expect(service.requests[1].at - service.requests[0].at).toBe(2000);
   });
 
   it('never retries a 4xx other than 429: the batch is dropped once, with the error', async () => {
-    const { c, service, drops } = client(() => ({ status: 401, body: { statusCode: 401, code: 'unauthorized', message: 'Unknown API key' } }), { flushIntervalMs: 0 });
+    const { c, service, drops } = client(
+      () => ({ status: 401, body: { statusCode: 401, code: 'unauthorized', message: 'Unknown API key' } }),
+      { flushIntervalMs: 0 },
+    );
     c.events.record(step());
     c.events.record(step());
     await run(c.flush());
@@ -107,7 +131,13 @@ describe('events.record buffering', () => {
           rejected: 1,
           results: [
             { index: 0, eventId: req.body.events[0].eventId, status: 'accepted', position: '1' },
-            { index: 1, eventId: req.body.events[1].eventId, status: 'rejected', field: 'events[1].occurredAt', reason: 'is more than 300000 ms in the future' },
+            {
+              index: 1,
+              eventId: req.body.events[1].eventId,
+              status: 'rejected',
+              field: 'events[1].occurredAt',
+              reason: 'is more than 300000 ms in the future',
+            },
             { index: 2, eventId: req.body.events[2].eventId, status: 'duplicate' },
           ],
         },
@@ -120,7 +150,14 @@ describe('events.record buffering', () => {
     await run(c.flush());
     await jest.advanceTimersByTimeAsync(60_000);
     expect(service.requests).toHaveLength(1);
-    expect(rejections).toEqual([{ event: expect.objectContaining({ eventId: bad }), eventId: bad, field: 'occurredAt', reason: 'is more than 300000 ms in the future' }]);
+    expect(rejections).toEqual([
+      {
+        event: expect.objectContaining({ eventId: bad }),
+        eventId: bad,
+        field: 'occurredAt',
+        reason: 'is more than 300000 ms in the future',
+      },
+    ]);
     expect(c.events.stats).toMatchObject({ accepted: 1, rejected: 1, duplicates: 1, dropped: 0 });
   });
 
@@ -175,11 +212,29 @@ describe('events.record buffering', () => {
   });
 
   it('splits a batch the service finds too large', async () => {
-    const { c, service } = client((req) => (req.body.events.length > 2 ? { status: 413, body: { statusCode: 413, code: 'payload_too_large', message: 'Request body is too large', field: '(body)' } } : acceptAll(req)), { flushIntervalMs: 0 });
+    const { c, service } = client(
+      (req) =>
+        req.body.events.length > 2
+          ? {
+              status: 413,
+              body: {
+                statusCode: 413,
+                code: 'payload_too_large',
+                message: 'Request body is too large',
+                field: '(body)',
+              },
+            }
+          : acceptAll(req),
+      { flushIntervalMs: 0 },
+    );
     for (let i = 0; i < 5; i++) c.events.record(step());
     await run(c.flush());
     expect(c.events.stats).toMatchObject({ accepted: 5, dropped: 0 });
-    expect(sizes(service.requests).filter((n) => n <= 2).reduce((a, b) => a + b, 0)).toBe(5);
+    expect(
+      sizes(service.requests)
+        .filter((n) => n <= 2)
+        .reduce((a, b) => a + b, 0),
+    ).toBe(5);
   });
 
   it('flush() waits for delivery; shutdown() delivers what is held and leaves no timer behind', async () => {

@@ -92,7 +92,15 @@ interface Tally {
   error?: TollgateError;
 }
 
-const newTally = (from: number): Tally => ({ from, to: Infinity, accepted: 0, duplicates: 0, rejected: 0, dropped: 0, droppedBy: {} });
+const newTally = (from: number): Tally => ({
+  from,
+  to: Infinity,
+  accepted: 0,
+  duplicates: 0,
+  rejected: 0,
+  dropped: 0,
+  droppedBy: {},
+});
 
 function resultOf(t: Tally, pending = 0): FlushResult {
   const delivered = t.accepted + t.duplicates;
@@ -344,7 +352,10 @@ export class EventBuffer {
       this.settle(batch, res);
     } catch (err) {
       this.inFlight.delete(batch);
-      this.failed(batch, err instanceof TollgateError ? err : new TollgateError(String(err), { code: 'internal', cause: err }));
+      this.failed(
+        batch,
+        err instanceof TollgateError ? err : new TollgateError(String(err), { code: 'internal', cause: err }),
+      );
     } finally {
       this.settleWaiters();
       this.pump();
@@ -370,12 +381,22 @@ export class EventBuffer {
         this.counters.rejected++;
         if (tally) tally.rejected++;
         const field = r.field.replace(/^events\[\d+\]\.?/, '') || '(event)';
-        this.safely(() => this.options.onRejected?.({ event: parse(entry), eventId: r.eventId, field, reason: r.reason }));
+        this.safely(() =>
+          this.options.onRejected?.({ event: parse(entry), eventId: r.eventId, field, reason: r.reason }),
+        );
       }
     }
     // An answer that does not account for every event is a broken contract; say so rather than count silently.
     const missing = batch.entries.filter((_, i) => !seen.has(i));
-    if (missing.length) this.drop('unrecoverable', missing, new TollgateError(`Tollgate answered ${missing.length} of ${batch.entries.length} events without a result`, { code: 'bad_response', status: 200 }));
+    if (missing.length)
+      this.drop(
+        'unrecoverable',
+        missing,
+        new TollgateError(`Tollgate answered ${missing.length} of ${batch.entries.length} events without a result`, {
+          code: 'bad_response',
+          status: 200,
+        }),
+      );
   }
 
   private failed(batch: Batch, error: TollgateError): void {
@@ -386,7 +407,8 @@ export class EventBuffer {
     if (error.retryable) {
       batch.failures++;
       this.counters.retries++;
-      batch.notBefore = this.clock.now() + backoffDelay(Math.min(batch.failures, 20), this.retry, this.random, error.retryAfterSeconds);
+      batch.notBefore =
+        this.clock.now() + backoffDelay(Math.min(batch.failures, 20), this.retry, this.random, error.retryAfterSeconds);
       this.waiting.push(batch);
       this.safely(() => this.options.onRetry?.(error, batch.failures));
       return;
@@ -422,7 +444,8 @@ export class EventBuffer {
       tally.droppedBy[reason] = (tally.droppedBy[reason] ?? 0) + 1;
       if (error && !tally.error) tally.error = error;
     }
-    if (this.options.onDrop) this.safely(() => this.options.onDrop!({ reason, events: entries.map(parse), ...(error ? { error } : {}) }));
+    if (this.options.onDrop)
+      this.safely(() => this.options.onDrop!({ reason, events: entries.map(parse), ...(error ? { error } : {}) }));
   }
 
   private outstandingMin(): number {

@@ -1,5 +1,9 @@
 import { problemsOf } from '../../../contracts/src/validation';
-import { stepUsageEventSchema, type ParsedStepUsageEvent, type StepUsageEventInput } from '../../../contracts/src/step-event';
+import {
+  stepUsageEventSchema,
+  type ParsedStepUsageEvent,
+  type StepUsageEventInput,
+} from '../../../contracts/src/step-event';
 import { TollgateError } from '../errors';
 
 /**
@@ -31,15 +35,24 @@ const byteLength: (s: string) => number =
  */
 export function prepareEvent(input: RecordStepEvent, now: number, newId: () => string): PreparedEvent {
   if (input === null || typeof input !== 'object') {
-    throw new TollgateError('events.record expects a step event object', { code: 'validation_failed', field: '(event)' });
+    throw new TollgateError('events.record expects a step event object', {
+      code: 'validation_failed',
+      field: '(event)',
+    });
   }
-  const occurredAt = input.occurredAt instanceof Date ? input.occurredAt.toISOString() : (input.occurredAt ?? new Date(now).toISOString());
+  const occurredAt =
+    input.occurredAt instanceof Date
+      ? input.occurredAt.toISOString()
+      : (input.occurredAt ?? new Date(now).toISOString());
   const candidate = { ...input, eventId: input.eventId ?? newId(), occurredAt };
   // reportInput lets problemsOf tell a missing field ("is required") from a wrong one.
   const parsed = stepUsageEventSchema.safeParse(candidate, { reportInput: true });
   if (!parsed.success) {
     const [first] = problemsOf(parsed.error);
-    throw new TollgateError(`Invalid step event: ${first.field} ${first.reason}`, { code: 'validation_failed', field: first.field });
+    throw new TollgateError(`Invalid step event: ${first.field} ${first.reason}`, {
+      code: 'validation_failed',
+      field: first.field,
+    });
   }
   // Sent as given: a providerUsage is read by the service, with the provider's meaning.
   const event: ParsedStepUsageEvent = parsed.data;

@@ -28,7 +28,14 @@ export interface MastraMetricLike {
   metadata?: Record<string, unknown> | null;
 }
 
-type UsageField = 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'audioInputTokens' | 'imageInputTokens' | 'reasoningTokens';
+type UsageField =
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cacheReadTokens'
+  | 'cacheWriteTokens'
+  | 'audioInputTokens'
+  | 'imageInputTokens'
+  | 'reasoningTokens';
 
 /** Mastra's token metric names (emitted per model generation span) and the usage field each fills. */
 export const MASTRA_TOKEN_METRICS: Readonly<Record<string, UsageField>> = {
@@ -42,7 +49,8 @@ export const MASTRA_TOKEN_METRICS: Readonly<Record<string, UsageField>> = {
 };
 const DURATION_METRIC = 'mastra_model_duration_ms';
 
-const str = (v: string | null | undefined): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
+const str = (v: string | null | undefined): string | undefined =>
+  typeof v === 'string' && v.length > 0 ? v : undefined;
 const id = (v: string | null | undefined): string | undefined => {
   const s = str(v);
   return s && s.length <= MAX_ID_LENGTH ? s : undefined;
@@ -67,15 +75,28 @@ export function metricsToStepEvents(metrics: readonly MastraMetricLike[]): Recor
   for (const m of metrics) {
     if (!(m.name in MASTRA_TOKEN_METRICS) && m.name !== DURATION_METRIC) continue;
     const ts = m.timestamp instanceof Date ? m.timestamp.toISOString() : String(m.timestamp);
-    const key = m.spanId ? `${m.traceId ?? ''}/${m.spanId}` : `${m.traceId ?? m.runId ?? ''}/${ts}/${m.provider ?? ''}/${m.model ?? ''}`;
+    const key = m.spanId
+      ? `${m.traceId ?? ''}/${m.spanId}`
+      : `${m.traceId ?? m.runId ?? ''}/${ts}/${m.provider ?? ''}/${m.model ?? ''}`;
     let group = groups.get(key);
     if (!group) groups.set(key, (group = []));
     group.push(m);
   }
   const events: RecordStepEvent[] = [];
   for (const [key, group] of groups) {
-    if (!group.some((m) => m.name === 'mastra_model_total_input_tokens' || m.name === 'mastra_model_total_output_tokens')) continue;
-    const usage: Record<UsageField, number> = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, audioInputTokens: 0, imageInputTokens: 0, reasoningTokens: 0 };
+    if (
+      !group.some((m) => m.name === 'mastra_model_total_input_tokens' || m.name === 'mastra_model_total_output_tokens')
+    )
+      continue;
+    const usage: Record<UsageField, number> = {
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      audioInputTokens: 0,
+      imageInputTokens: 0,
+      reasoningTokens: 0,
+    };
     const seen = new Set<UsageField>();
     let durationMs: number | undefined;
     let latest = 0;
@@ -94,15 +115,23 @@ export function metricsToStepEvents(metrics: readonly MastraMetricLike[]): Recor
     const normalized = fromMastraUsageStats({
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
-      inputDetails: { cacheRead: detail('cacheReadTokens'), cacheWrite: detail('cacheWriteTokens'), audio: detail('audioInputTokens'), image: detail('imageInputTokens') },
+      inputDetails: {
+        cacheRead: detail('cacheReadTokens'),
+        cacheWrite: detail('cacheWriteTokens'),
+        audio: detail('audioInputTokens'),
+        image: detail('imageInputTokens'),
+      },
       outputDetails: { reasoning: detail('reasoningTokens') },
     }).usage;
     const first = group[0];
-    const pick = <K extends keyof MastraMetricLike>(k: K) => group.find((m) => m[k] !== undefined && m[k] !== null)?.[k];
+    const pick = <K extends keyof MastraMetricLike>(k: K) =>
+      group.find((m) => m[k] !== undefined && m[k] !== null)?.[k];
     const traceId = id(pick('traceId') as string) ?? id(pick('runId') as string) ?? 'mastra-untraced';
     const spanId = id(first.spanId);
     const reservation = (pick('metadata') as Record<string, unknown> | undefined)?.['tollgateReservationId'];
-    const tags = ((pick('tags') as string[] | undefined) ?? []).filter((t) => typeof t === 'string' && t.length > 0 && t.length <= 128).slice(0, MAX_TAGS);
+    const tags = ((pick('tags') as string[] | undefined) ?? [])
+      .filter((t) => typeof t === 'string' && t.length > 0 && t.length <= 128)
+      .slice(0, MAX_TAGS);
     const event: RecordStepEvent = {
       eventId: `mastra:${key}`.slice(0, MAX_ID_LENGTH),
       occurredAt: new Date(latest || Date.now()).toISOString(),

@@ -38,8 +38,7 @@ import { metricsToStepEvents } from './metrics-to-events';
 
 /** Settings of {@link TollgateObservabilityStore}: a client, or the options to make one. */
 export type TollgateObservabilityStoreOptions = (
-  | { client: TollgateClient }
-  | ({ client?: undefined } & TollgateClientOptions)
+  { client: TollgateClient } | ({ client?: undefined } & TollgateClientOptions)
 ) & {
   /** Called when a step event made from Mastra's metrics is invalid (it is then skipped). */
   onInvalidEvent?: (error: TollgateError, event: RecordStepEvent) => void;
@@ -79,7 +78,15 @@ export class TollgateObservabilityStore extends ObservabilityStorage {
 
   /** Metric reads and every discovery call. */
   override getFeatures(): readonly ObservabilityStorageFeature[] {
-    return ['metrics', 'metric-discovery', 'entity-type-discovery', 'entity-name-discovery', 'service-name-discovery', 'environment-discovery', 'tag-discovery'];
+    return [
+      'metrics',
+      'metric-discovery',
+      'entity-type-discovery',
+      'entity-name-discovery',
+      'service-name-discovery',
+      'environment-discovery',
+      'tag-discovery',
+    ];
   }
 
   /** Inserts only: Tollgate never updates what it stored. */
@@ -89,7 +96,10 @@ export class TollgateObservabilityStore extends ObservabilityStorage {
 
   /** Tollgate's event log is append-only; nothing is cleared through Mastra. */
   override async dangerouslyClearAll(): Promise<void> {
-    throw new TollgateError('Tollgate never deletes recorded usage; retention drops whole time partitions on the service', { code: 'forbidden' });
+    throw new TollgateError(
+      'Tollgate never deletes recorded usage; retention drops whole time partitions on the service',
+      { code: 'forbidden' },
+    );
   }
 
   /** Sends what is buffered and, when the store made its own client, stops it. */

@@ -1,4 +1,9 @@
-import type { ProcessAPIErrorArgs, ProcessInputStepArgs, ProcessOutputStepArgs, Processor } from '@mastra/core/processors';
+import type {
+  ProcessAPIErrorArgs,
+  ProcessInputStepArgs,
+  ProcessOutputStepArgs,
+  Processor,
+} from '@mastra/core/processors';
 import type { GuardCheckResponse, GuardLimit } from '../../../contracts/src/guard';
 import { fromAiSdk } from '../../../contracts/src/usage/normalize-usage';
 import type { TollgateClient } from '../client';
@@ -109,10 +114,17 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     return ((args.state[STATE_KEY] as StepState | undefined) ?? (args.state[STATE_KEY] = {})) as StepState;
   }
 
-  private scope(args: ProcessInputStepArgs<TollgateTripwireMetadata> | ProcessOutputStepArgs<TollgateTripwireMetadata>, state: StepState) {
+  private scope(
+    args: ProcessInputStepArgs<TollgateTripwireMetadata> | ProcessOutputStepArgs<TollgateTripwireMetadata>,
+    state: StepState,
+  ) {
     const ctx = args.requestContext as { get(key: string): unknown } | undefined;
     const span = args.tracing?.currentSpan as { traceId?: string; id?: string } | undefined;
-    state.runId ??= ctxString(ctx, TOLLGATE_CONTEXT_KEYS.runId) ?? ('runId' in args ? args.runId : undefined) ?? span?.traceId ?? globalThis.crypto.randomUUID();
+    state.runId ??=
+      ctxString(ctx, TOLLGATE_CONTEXT_KEYS.runId) ??
+      ('runId' in args ? args.runId : undefined) ??
+      span?.traceId ??
+      globalThis.crypto.randomUUID();
     return {
       traceId: span?.traceId ?? state.runId,
       spanId: span?.id,
@@ -133,7 +145,8 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     state.model = model;
     const m = (typeof args.model === 'string' ? {} : (args.model ?? {})) as ModelLike;
     state.providerId = m.provider ?? provider;
-    state.specVersion = m.specificationVersion === 'v2' || m.specificationVersion === 'v3' ? m.specificationVersion : undefined;
+    state.specVersion =
+      m.specificationVersion === 'v2' || m.specificationVersion === 'v3' ? m.specificationVersion : undefined;
     state.startedAt = Date.now();
     state.reservationId = undefined;
     const guard = this.options.guard;
@@ -161,9 +174,14 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
     guard.onDecision?.(decision);
     if (decision.decision === 'deny') {
       const first = decision.violations[0];
-      const why = first ? `${first.scopeKey} ${first.limitType} ${first.usage}/${first.limit} ${first.unit}` : (decision.reason ?? 'denied');
+      const why = first
+        ? `${first.scopeKey} ${first.limitType} ${first.usage}/${first.limit} ${first.unit}`
+        : (decision.reason ?? 'denied');
       // Busy is load: the SDK already retried it until its deadline; no budget was checked.
-      const message = decision.reason === 'busy' ? 'Tollgate guard was busy (retried until its deadline); the step was not run' : `Tollgate guard denied the step: ${why}`;
+      const message =
+        decision.reason === 'busy'
+          ? 'Tollgate guard was busy (retried until its deadline); the step was not run'
+          : `Tollgate guard denied the step: ${why}`;
       args.abort(message, { retry: false, metadata: { processorId: 'tollgate-step', decision } });
     }
     state.reservationId = decision.reservation?.id;
@@ -181,7 +199,11 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
       const scope = this.scope(args, state);
       // Providers disagree on what input tokens are (Anthropic's leave the cache out), and AI SDK 5
       // passes each one's meaning through: normalized, the usage is Tollgate's whatever the model.
-      const { usage } = fromAiSdk(args.usage, { provider: state.providerId ?? state.provider ?? 'unknown', providerMetadata: args.providerMetadata, specVersion: state.specVersion });
+      const { usage } = fromAiSdk(args.usage, {
+        provider: state.providerId ?? state.provider ?? 'unknown',
+        providerMetadata: args.providerMetadata,
+        specVersion: state.specVersion,
+      });
       const ctx = args.requestContext as { get(key: string): unknown } | undefined;
       const event: RecordStepEvent = {
         ...scope,
@@ -223,10 +245,16 @@ export class TollgateStepProcessor implements Processor<'tollgate-step', Tollgat
   }
 }
 
-function defaultEstimate(args: ProcessInputStepArgs<TollgateTripwireMetadata>): { inputTokens: number; maxOutputTokens: number } {
+function defaultEstimate(args: ProcessInputStepArgs<TollgateTripwireMetadata>): {
+  inputTokens: number;
+  maxOutputTokens: number;
+} {
   let chars = 0;
   for (const m of args.messages ?? []) chars += JSON.stringify(m.content ?? '').length;
   for (const m of args.systemMessages ?? []) chars += JSON.stringify(m.content ?? '').length;
   const maxOutputTokens = (args.modelSettings as { maxOutputTokens?: number } | undefined)?.maxOutputTokens ?? 1024;
-  return { inputTokens: Math.min(100_000_000, Math.ceil(chars / 4)), maxOutputTokens: Math.min(100_000_000, maxOutputTokens) };
+  return {
+    inputTokens: Math.min(100_000_000, Math.ceil(chars / 4)),
+    maxOutputTokens: Math.min(100_000_000, maxOutputTokens),
+  };
 }

@@ -158,15 +158,27 @@ export class MetricsProjector {
   ): Promise<{ events: number; newIds: Map<string, bigint> } | null> {
     const checkpoint = await lockCheckpoint(tx, ROLLUP_PROJECTION, !waitForLock);
     if (!checkpoint) return null;
-    const ready = prefetched && prefetched.after.tx === checkpoint.tx && prefetched.after.position === checkpoint.position ? await prefetched.batch.catch(() => null) : null;
+    const ready =
+      prefetched && prefetched.after.tx === checkpoint.tx && prefetched.after.position === checkpoint.position
+        ? await prefetched.batch.catch(() => null)
+        : null;
     const events = ready?.events ?? (await readEventsAfter(tx as unknown as PrismaService, checkpoint, batchSize));
     if (events.length === 0) return { events: 0, newIds: new Map() };
     if (events.length === batchSize) next(checkpointAfter(checkpoint, events));
     const cells = ready?.cells ?? foldRollups(events.map((e) => e.row));
     const fresh = await this.dimensionIdsFor(tx, cells);
-    const withIds = cells.map((cell) => ({ cell, dimsId: (this.dimensionIds.get(dimKey(cell)) ?? fresh.get(dimKey(cell)))! }));
-    await upsertProjectRollups(tx, withIds.filter((c) => c.cell.cube !== 'scope'));
-    await upsertScopeRollups(tx, withIds.filter((c) => c.cell.cube === 'scope'));
+    const withIds = cells.map((cell) => ({
+      cell,
+      dimsId: (this.dimensionIds.get(dimKey(cell)) ?? fresh.get(dimKey(cell)))!,
+    }));
+    await upsertProjectRollups(
+      tx,
+      withIds.filter((c) => c.cell.cube !== 'scope'),
+    );
+    await upsertScopeRollups(
+      tx,
+      withIds.filter((c) => c.cell.cube === 'scope'),
+    );
     await deleteEmptyRollups(tx, withIds);
     await saveCheckpoint(tx, ROLLUP_PROJECTION, checkpointAfter(checkpoint, events), events.length);
     return { events: events.length, newIds: fresh };
@@ -176,7 +188,8 @@ export class MetricsProjector {
     const missing = new Map<string, { projectId: string; key: string; values: (string | null)[] }>();
     for (const c of cells) {
       const k = dimKey(c);
-      if (!this.dimensionIds.has(k) && !missing.has(k)) missing.set(k, { projectId: c.projectId, key: c.dimsKey, values: c.dimsValues });
+      if (!this.dimensionIds.has(k) && !missing.has(k))
+        missing.set(k, { projectId: c.projectId, key: c.dimsKey, values: c.dimsValues });
     }
     return resolveDimensionIds(tx, [...missing.values()]);
   }

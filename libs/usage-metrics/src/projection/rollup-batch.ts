@@ -46,7 +46,16 @@ function weightedRows(row: EventRow): [EventRow, 1 | -1][] {
   const old = (row.data as { old?: OldCost } | null)?.old;
   if (!old) return [];
   return [
-    [{ ...row, type: METRIC_EVENT_TYPE, cost_unit: old.costUnit, input_cost_micros: old.inputCostMicros, output_cost_micros: old.outputCostMicros }, -1],
+    [
+      {
+        ...row,
+        type: METRIC_EVENT_TYPE,
+        cost_unit: old.costUnit,
+        input_cost_micros: old.inputCostMicros,
+        output_cost_micros: old.outputCostMicros,
+      },
+      -1,
+    ],
     [{ ...row, type: METRIC_EVENT_TYPE }, 1],
   ];
 }
@@ -72,8 +81,16 @@ export function foldRollups(rows: readonly EventRow[]): RollupCell[] {
     const unit = dimensionsOf(row, 'unit');
     const scoped = dimensionsOf(row, 'scope');
     const targets: { cube: RollupCell['cube']; bucket: number; dims: { key: string; values: (string | null)[] } }[] = [
-      ...PROJECT_CUBES.map((g) => ({ cube: g, bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g], dims: low })),
-      ...PROJECT_CUBES.map((g) => ({ cube: `${g}u` as const, bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g], dims: unit })),
+      ...PROJECT_CUBES.map((g) => ({
+        cube: g,
+        bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g],
+        dims: low,
+      })),
+      ...PROJECT_CUBES.map((g) => ({
+        cube: `${g}u` as const,
+        bucket: Math.floor(at / GRANULARITY_MS[g]) * GRANULARITY_MS[g],
+        dims: unit,
+      })),
       { cube: 'scope', bucket: Math.floor(at / GRANULARITY_MS.h) * GRANULARITY_MS.h, dims: scoped },
     ];
     for (const t of targets) {
@@ -84,7 +101,20 @@ export function foldRollups(rows: readonly EventRow[]): RollupCell[] {
         const value = r.value;
         let cell = group[r.metric.id];
         if (!cell) {
-          cell = { projectId, cube: t.cube, name: r.metric.id, bucketStart: t.bucket, dimsKey: t.dims.key, dimsValues: t.dims.values, count: 0, sum: new DecimalSum(), min: value, max: value, costMicros: 0n, costCount: 0 };
+          cell = {
+            projectId,
+            cube: t.cube,
+            name: r.metric.id,
+            bucketStart: t.bucket,
+            dimsKey: t.dims.key,
+            dimsValues: t.dims.values,
+            count: 0,
+            sum: new DecimalSum(),
+            min: value,
+            max: value,
+            costMicros: 0n,
+            costCount: 0,
+          };
           group[r.metric.id] = cell;
           cells.push(cell);
         }

@@ -4,7 +4,14 @@ import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { DIMENSION_TABLE_COLUMNS } from '../dimensions';
 import { DecimalSum } from './decimal-sum';
 import type { RollupCell } from './rollup-batch';
-import { deleteEmptyRollups, lockCheckpoint, resolveDimensionIds, saveCheckpoint, upsertProjectRollups, upsertScopeRollups } from './rollup-store.sql';
+import {
+  deleteEmptyRollups,
+  lockCheckpoint,
+  resolveDimensionIds,
+  saveCheckpoint,
+  upsertProjectRollups,
+  upsertScopeRollups,
+} from './rollup-store.sql';
 
 // resetRollups is not covered here: it truncates the rollups of every project (a replay), which
 // would pull the ground from under the other specs sharing the test database.
@@ -41,12 +48,18 @@ describe('rollup store statements (real PostgreSQL)', () => {
       projectId,
     );
   const scopeRows = (projectId: string) =>
-    prisma.$queryRawUnsafe<Record<string, unknown>[]>(`SELECT name, bucket_start, count::int, sum::text, min, max, cost_micros::text, cost_count::int FROM metric_scope_rollups WHERE project_id = $1 ORDER BY name`, projectId);
+    prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+      `SELECT name, bucket_start, count::int, sum::text, min, max, cost_micros::text, cost_count::int FROM metric_scope_rollups WHERE project_id = $1 ORDER BY name`,
+      projectId,
+    );
 
   it('resolves dimension tuples to ids: new ones inserted, known ones found, per project', async () => {
     const [p1, p2] = [`p-${randomUUID()}`, `p-${randomUUID()}`];
     const a = { projectId: p1, key: 'a', values: dims({ provider: 'openai', model: 'gpt-4o' }) };
-    const first = await resolveDimensionIds(prisma, [a, { projectId: p1, key: 'b', values: dims({ provider: 'anthropic' }) }]);
+    const first = await resolveDimensionIds(prisma, [
+      a,
+      { projectId: p1, key: 'b', values: dims({ provider: 'anthropic' }) },
+    ]);
     expect(first.size).toBe(2);
     const again = await resolveDimensionIds(prisma, [a, { projectId: p2, key: 'a', values: a.values }]);
     expect(again.get(`${p1}\u001ea`)).toBe(first.get(`${p1}\u001ea`));
@@ -61,29 +74,68 @@ describe('rollup store statements (real PostgreSQL)', () => {
 
   it('adds project cells into what is stored: counts, exact sums and costs add up, min and max widen', async () => {
     const project = `p-${randomUUID()}`;
-    const dimsId = (await resolveDimensionIds(prisma, [{ projectId: project, key: 'k', values: dims({ cost_unit: 'USD' }) }])).get(`${project}\u001ek`)!;
+    const dimsId = (
+      await resolveDimensionIds(prisma, [{ projectId: project, key: 'k', values: dims({ cost_unit: 'USD' }) }])
+    ).get(`${project}\u001ek`)!;
     await upsertProjectRollups(prisma, [
       { cell: cell(project, { values: [0.1, 0.2] }), dimsId },
       { cell: cell(project, { cube: 'hu', values: [5] }), dimsId },
     ]);
     await upsertProjectRollups(prisma, [{ cell: cell(project, { values: [0.05, 3] }), dimsId }]);
     expect(await projectRows(project)).toEqual([
-      { granularity: 'h', name: 1, bucket_start: new Date(bucket), cost_unit: 'USD', count: 4, sum: '3.35', min: 0.05, max: 3, cost_micros: '9000', cost_count: 4 },
-      { granularity: 'hu', name: 1, bucket_start: new Date(bucket), cost_unit: 'USD', count: 1, sum: '5', min: 5, max: 5, cost_micros: '4500', cost_count: 1 },
+      {
+        granularity: 'h',
+        name: 1,
+        bucket_start: new Date(bucket),
+        cost_unit: 'USD',
+        count: 4,
+        sum: '3.35',
+        min: 0.05,
+        max: 3,
+        cost_micros: '9000',
+        cost_count: 4,
+      },
+      {
+        granularity: 'hu',
+        name: 1,
+        bucket_start: new Date(bucket),
+        cost_unit: 'USD',
+        count: 1,
+        sum: '5',
+        min: 5,
+        max: 5,
+        cost_micros: '4500',
+        cost_count: 1,
+      },
     ]);
   });
 
   it('adds scope cells into the hourly scoped cube', async () => {
     const project = `p-${randomUUID()}`;
-    const dimsId = (await resolveDimensionIds(prisma, [{ projectId: project, key: 's', values: dims({ user_id: 'u1' }) }])).get(`${project}\u001es`)!;
+    const dimsId = (
+      await resolveDimensionIds(prisma, [{ projectId: project, key: 's', values: dims({ user_id: 'u1' }) }])
+    ).get(`${project}\u001es`)!;
     await upsertScopeRollups(prisma, [{ cell: cell(project, { cube: 'scope', values: [7] }), dimsId }]);
     await upsertScopeRollups(prisma, [{ cell: cell(project, { cube: 'scope', values: [1, 2] }), dimsId }]);
-    expect(await scopeRows(project)).toEqual([{ name: 1, bucket_start: new Date(bucket), count: 3, sum: '10', min: 1, max: 7, cost_micros: '9000', cost_count: 3 }]);
+    expect(await scopeRows(project)).toEqual([
+      {
+        name: 1,
+        bucket_start: new Date(bucket),
+        count: 3,
+        sum: '10',
+        min: 1,
+        max: 7,
+        cost_micros: '9000',
+        cost_count: 3,
+      },
+    ]);
   });
 
   it('deletes the retracted cells a correction emptied, and only those', async () => {
     const project = `p-${randomUUID()}`;
-    const dimsId = (await resolveDimensionIds(prisma, [{ projectId: project, key: 'k', values: dims({ cost_unit: 'USD' }) }])).get(`${project}\u001ek`)!;
+    const dimsId = (
+      await resolveDimensionIds(prisma, [{ projectId: project, key: 'k', values: dims({ cost_unit: 'USD' }) }])
+    ).get(`${project}\u001ek`)!;
     await upsertProjectRollups(prisma, [
       { cell: cell(project, { name: 1 }), dimsId },
       { cell: cell(project, { name: 2 }), dimsId },
@@ -123,7 +175,10 @@ describe('rollup store statements (real PostgreSQL)', () => {
     release();
     await holder;
     expect(await prisma.$transaction((tx) => lockCheckpoint(tx, name, false))).toEqual({ tx: '1234', position: 42n });
-    const [row] = await prisma.$queryRawUnsafe<{ events_projected: string }[]>('SELECT events_projected::text FROM projection_checkpoints WHERE name = $1', name);
+    const [row] = await prisma.$queryRawUnsafe<{ events_projected: string }[]>(
+      'SELECT events_projected::text FROM projection_checkpoints WHERE name = $1',
+      name,
+    );
     expect(row.events_projected).toBe('7');
     expect(await prisma.$transaction((tx) => lockCheckpoint(tx, `spec-${randomUUID()}`, true))).toBeNull();
   });

@@ -19,7 +19,11 @@ export interface StoredCheckpoint {
  * projection's mutex: with `skipLocked`, a second worker gets null and leaves the batch to the
  * one that holds it (so two worker processes never project the same events).
  */
-export async function lockCheckpoint(db: SqlClient, name: string, skipLocked: boolean): Promise<StoredCheckpoint | null> {
+export async function lockCheckpoint(
+  db: SqlClient,
+  name: string,
+  skipLocked: boolean,
+): Promise<StoredCheckpoint | null> {
   const rows = await db.$queryRawUnsafe<{ tx: string; position: string }[]>(
     `SELECT tx::text AS tx, position::text AS position FROM projection_checkpoints WHERE name = $1 FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
     name,
@@ -27,7 +31,12 @@ export async function lockCheckpoint(db: SqlClient, name: string, skipLocked: bo
   return rows[0] ? { tx: rows[0].tx, position: BigInt(rows[0].position) } : null;
 }
 
-export async function saveCheckpoint(db: SqlClient, name: string, cp: StoredCheckpoint, eventsRead: number): Promise<void> {
+export async function saveCheckpoint(
+  db: SqlClient,
+  name: string,
+  cp: StoredCheckpoint,
+  eventsRead: number,
+): Promise<void> {
   await db.$executeRawUnsafe(
     `UPDATE projection_checkpoints SET tx = $2::xid8, position = $3::bigint, events_projected = events_projected + $4, updated_at = now() WHERE name = $1`,
     name,
@@ -41,10 +50,17 @@ export async function saveCheckpoint(db: SqlClient, name: string, cp: StoredChec
  * The ids of dimension tuples, inserting the missing ones. One statement: the insert's RETURNING
  * gives the new ids, the join gives the ones that existed.
  */
-export async function resolveDimensionIds(db: SqlClient, tuples: { projectId: string; key: string; values: (string | null)[] }[]): Promise<Map<string, bigint>> {
+export async function resolveDimensionIds(
+  db: SqlClient,
+  tuples: { projectId: string; key: string; values: (string | null)[] }[],
+): Promise<Map<string, bigint>> {
   if (tuples.length === 0) return new Map();
   const cols = DIMENSION_TABLE_COLUMNS;
-  const input = tuples.map((t) => ({ project_id: t.projectId, key: t.key, ...Object.fromEntries(cols.map((c, i) => [c, t.values[i]])) }));
+  const input = tuples.map((t) => ({
+    project_id: t.projectId,
+    key: t.key,
+    ...Object.fromEntries(cols.map((c, i) => [c, t.values[i]])),
+  }));
   const rows = await db.$queryRawUnsafe<{ id: string; project_id: string; key: string }[]>(
     `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, key text, ${cols.map((c) => `${c} text`).join(', ')})),
      ins AS (
@@ -79,11 +95,16 @@ const toRecord = (c: RollupCell, dimsId: bigint) => ({
 });
 
 const MEASURES = 'count bigint, sum numeric, min float8, max float8, cost_micros bigint, cost_count bigint';
-const MERGE = (t: string) => `count = ${t}.count + excluded.count, sum = ${t}.sum + excluded.sum, min = least(${t}.min, excluded.min),
+const MERGE = (
+  t: string,
+) => `count = ${t}.count + excluded.count, sum = ${t}.sum + excluded.sum, min = least(${t}.min, excluded.min),
   max = greatest(${t}.max, excluded.max), cost_micros = ${t}.cost_micros + excluded.cost_micros, cost_count = ${t}.cost_count + excluded.cost_count`;
 
 /** Adds cells to the project-wide cube (one upsert; cells are unique by key within a batch). */
-export async function upsertProjectRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
+export async function upsertProjectRollups(
+  db: SqlClient,
+  cells: { cell: RollupCell; dimsId: bigint }[],
+): Promise<void> {
   if (cells.length === 0) return;
   await db.$executeRawUnsafe(
     `INSERT INTO metric_rollups (project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count)
@@ -116,7 +137,15 @@ export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCel
 export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
   const retracted = cells.filter((c) => c.cell.retracted);
   if (retracted.length === 0) return;
-  const keys = JSON.stringify(retracted.map(({ cell, dimsId }) => ({ project_id: cell.projectId, granularity: cell.cube === 'scope' ? null : cell.cube, name: cell.name, bucket_start: new Date(cell.bucketStart).toISOString(), dims_id: dimsId.toString() })));
+  const keys = JSON.stringify(
+    retracted.map(({ cell, dimsId }) => ({
+      project_id: cell.projectId,
+      granularity: cell.cube === 'scope' ? null : cell.cube,
+      name: cell.name,
+      bucket_start: new Date(cell.bucketStart).toISOString(),
+      dims_id: dimsId.toString(),
+    })),
+  );
   const input = `jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint)`;
   await db.$executeRawUnsafe(
     `DELETE FROM metric_rollups r USING ${input}
@@ -135,5 +164,8 @@ export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCel
 /** Empties the rollups and rewinds the checkpoint, in the caller's transaction (replay). */
 export async function resetRollups(db: SqlClient, name: string): Promise<void> {
   await db.$executeRawUnsafe('TRUNCATE metric_rollups, metric_scope_rollups');
-  await db.$executeRawUnsafe(`UPDATE projection_checkpoints SET tx = '0'::xid8, position = 0, events_projected = 0, updated_at = now() WHERE name = $1`, name);
+  await db.$executeRawUnsafe(
+    `UPDATE projection_checkpoints SET tx = '0'::xid8, position = 0, events_projected = 0, updated_at = now() WHERE name = $1`,
+    name,
+  );
 }

@@ -32,7 +32,13 @@ export class WakeProjectorOnIngest implements IEventHandler<StepUsageRecorded | 
       this.timer = null;
       this.inFlight = true;
       // The job id makes concurrent wake-ups from several API replicas one job.
-      const add = addJob(this.queue, 'projections', CATCH_UP_JOB, {}, { deduplication: { id: CATCH_UP_JOB }, removeOnComplete: 100, removeOnFail: 100 });
+      const add = addJob(
+        this.queue,
+        'projections',
+        CATCH_UP_JOB,
+        {},
+        { deduplication: { id: CATCH_UP_JOB }, removeOnComplete: 100, removeOnFail: 100 },
+      );
       let timeout: NodeJS.Timeout | undefined;
       const timedOut = new Promise<void>((resolve) => (timeout = setTimeout(resolve, ADD_TIMEOUT_MS)));
       void Promise.race([add, timedOut])

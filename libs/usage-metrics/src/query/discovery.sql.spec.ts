@@ -41,12 +41,34 @@ describe('discovery statements (real PostgreSQL)', () => {
   const seed = async () => {
     const project = `p-${randomUUID()}`;
     const events = [
-      step({ entityName: 'planner', environment: 'prod', serviceName: 'api', tags: ['beta', 'eu'], labels: { team: 'search', tier: 'gold' }, durationMs: 120 }),
-      step({ entityType: 'workflow_step', entityName: 'fetch', environment: 'staging', tags: ['eu'], usage: { inputTokens: 500, outputTokens: 50, cacheReadTokens: 200 }, labels: { team: 'ads' } }),
+      step({
+        entityName: 'planner',
+        environment: 'prod',
+        serviceName: 'api',
+        tags: ['beta', 'eu'],
+        labels: { team: 'search', tier: 'gold' },
+        durationMs: 120,
+      }),
+      step({
+        entityType: 'workflow_step',
+        entityName: 'fetch',
+        environment: 'staging',
+        tags: ['eu'],
+        usage: { inputTokens: 500, outputTokens: 50, cacheReadTokens: 200 },
+        labels: { team: 'ads' },
+      }),
       step({ entityName: 'planner', labels: { team: 'search-infra' } }),
     ];
     await new EventPartitions(prisma).ensureFor(events.map((e) => new Date(e.occurredAt)));
-    await insertStepEvents(prisma.sql, project, events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(e.occurredAt), []) })));
+    await insertStepEvents(
+      prisma.sql,
+      project,
+      events.map((e) => ({
+        event: e,
+        occurredAt: new Date(e.occurredAt),
+        cost: priceStep(e, new Date(e.occurredAt), []),
+      })),
+    );
     return project;
   };
   const names = [
@@ -68,7 +90,14 @@ describe('discovery statements (real PostgreSQL)', () => {
       environments: (await dimensionValuesOf(prisma, project, 'environment')).rows,
       services: (await dimensionValuesOf(prisma, project, 'service_name')).rows,
     });
-    const expected = { names, entityTypes: ['agent', 'workflow_step'], entityNames: ['fetch', 'planner'], agentNames: ['planner'], environments: ['prod', 'staging'], services: ['api'] };
+    const expected = {
+      names,
+      entityTypes: ['agent', 'workflow_step'],
+      entityNames: ['fetch', 'planner'],
+      agentNames: ['planner'],
+      environments: ['prod', 'staging'],
+      services: ['api'],
+    };
     const tail = await metricNamesOf(prisma, project);
     expect(tail.lag.events).toBeGreaterThanOrEqual(3);
     expect(await ask()).toEqual(expected);
@@ -83,8 +112,14 @@ describe('discovery statements (real PostgreSQL)', () => {
     expect((await labelKeysOf(prisma, project, id('mastra_model_total_input_tokens'))).rows).toEqual(['team', 'tier']);
     // Only the workflow step read from the cache: only its labels come with that metric.
     expect((await labelKeysOf(prisma, project, id('mastra_model_input_cache_read_tokens'))).rows).toEqual(['team']);
-    expect((await labelValuesOf(prisma, project, id('mastra_model_total_input_tokens'), 'team')).rows).toEqual(['ads', 'search', 'search-infra']);
-    expect((await labelValuesOf(prisma, project, id('mastra_model_total_input_tokens'), 'team', 'search')).rows).toEqual(['search', 'search-infra']);
+    expect((await labelValuesOf(prisma, project, id('mastra_model_total_input_tokens'), 'team')).rows).toEqual([
+      'ads',
+      'search',
+      'search-infra',
+    ]);
+    expect(
+      (await labelValuesOf(prisma, project, id('mastra_model_total_input_tokens'), 'team', 'search')).rows,
+    ).toEqual(['search', 'search-infra']);
     expect((await labelValuesOf(prisma, project, id('mastra_model_total_input_tokens'), 'absent')).rows).toEqual([]);
   });
 

@@ -30,7 +30,10 @@ async function distinctValues(db: SqlClient, valuesSql: string, params: unknown[
      SELECT (SELECT json_agg(DISTINCT v) FROM vals WHERE v IS NOT NULL) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`,
     ...params,
   );
-  return { rows: (row.rows ?? []).map(String).sort(), lag: { events: row.lag_events, ms: Math.max(0, Math.round(row.lag_ms)) } };
+  return {
+    rows: (row.rows ?? []).map(String).sort(),
+    lag: { events: row.lag_events, ms: Math.max(0, Math.round(row.lag_ms)) },
+  };
 }
 
 /** Names of the metrics a project has: from the daily rollups, plus the unprojected tail. */
@@ -48,7 +51,12 @@ export function metricNamesOf(db: SqlClient, projectId: string): Promise<QueryAn
  * Distinct values of a low-cardinality dimension (entity type or name, service, environment):
  * from the project's dimension tuples (written by the projector), plus the unprojected tail.
  */
-export function dimensionValuesOf(db: SqlClient, projectId: string, column: 'entity_type' | 'entity_name' | 'service_name' | 'environment', entityType?: string): Promise<QueryAnswer<string>> {
+export function dimensionValuesOf(
+  db: SqlClient,
+  projectId: string,
+  column: 'entity_type' | 'entity_name' | 'service_name' | 'environment',
+  entityType?: string,
+): Promise<QueryAnswer<string>> {
   const et = entityType === undefined ? '' : ' AND entity_type = $2';
   return distinctValues(
     db,
@@ -78,7 +86,13 @@ export function labelKeysOf(db: SqlClient, projectId: string, metricId: number):
 }
 
 /** Values of one label on the events that produced a metric (from the log). */
-export function labelValuesOf(db: SqlClient, projectId: string, metricId: number, key: string, prefix?: string): Promise<QueryAnswer<string>> {
+export function labelValuesOf(
+  db: SqlClient,
+  projectId: string,
+  metricId: number,
+  key: string,
+  prefix?: string,
+): Promise<QueryAnswer<string>> {
   return distinctValues(
     db,
     `SELECT DISTINCT e.labels ->> $2::text AS v FROM events e ${produced([metricId])}

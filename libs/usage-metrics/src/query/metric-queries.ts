@@ -43,13 +43,20 @@ function valueOf(row: AggregatedRow | undefined, aggregation: AggregateArgs['agg
 }
 
 const costOf = (row: AggregatedRow | undefined) => (row && row.costMicros !== null ? row.costMicros / 1e6 : null);
-const unpricedOf = (row: AggregatedRow | undefined) => ({ unpricedSteps: row?.unpricedSteps ?? 0, unpricedTokens: row?.unpricedTokens ?? 0 });
+const unpricedOf = (row: AggregatedRow | undefined) => ({
+  unpricedSteps: row?.unpricedSteps ?? 0,
+  unpricedTokens: row?.unpricedTokens ?? 0,
+});
 const unitOf = (units: Iterable<string>) => {
   const set = new Set(units);
   return set.size === 1 ? [...set][0] : null;
 };
-const change = (now: number | null, before: number | null) => (before === null || before === 0 || now === null ? null : ((now - before) / Math.abs(before)) * 100);
-const worstLag = (a: ProjectionLag, b: ProjectionLag): ProjectionLag => ({ events: Math.max(a.events, b.events), ms: Math.max(a.ms, b.ms) });
+const change = (now: number | null, before: number | null) =>
+  before === null || before === 0 || now === null ? null : ((now - before) / Math.abs(before)) * 100;
+const worstLag = (a: ProjectionLag, b: ProjectionLag): ProjectionLag => ({
+  events: Math.max(a.events, b.events),
+  ms: Math.max(a.ms, b.ms),
+});
 
 /**
  * Mastra's metric queries over Tollgate's projections (shapes: see mastra-contract.ts). Every
@@ -65,7 +72,10 @@ export class MetricQueries {
 
   async aggregate(projectId: string, args: AggregateArgs): Promise<WithLag<AggregateResponse>> {
     const run = (filters: AggregateArgs['filters']) => {
-      const q = buildQuery(projectId, args.name, filters, { distinct: args.distinctColumn, last: args.aggregation === 'last' });
+      const q = buildQuery(projectId, args.name, filters, {
+        distinct: args.distinctColumn,
+        last: args.aggregation === 'last',
+      });
       return aggregateRecords(this.db, q, rollupLevels(q));
     };
     const now = await run(args.filters);
@@ -78,7 +88,10 @@ export class MetricQueries {
     };
     const ts = args.filters?.timestamp;
     if (args.comparePeriod && ts?.start && ts.end) {
-      const before = await run({ ...args.filters, timestamp: { ...ts, ...previousRange({ start: ts.start, end: ts.end }, args.comparePeriod) } });
+      const before = await run({
+        ...args.filters,
+        timestamp: { ...ts, ...previousRange({ start: ts.start, end: ts.end }, args.comparePeriod) },
+      });
       response.previousValue = valueOf(before.rows[0], args.aggregation);
       response.previousEstimatedCost = costOf(before.rows[0]);
       response.changePercent = change(response.value, response.previousValue);
@@ -89,7 +102,11 @@ export class MetricQueries {
   }
 
   async breakdown(projectId: string, args: BreakdownArgs): Promise<WithLag<BreakdownResponse>> {
-    const q = buildQuery(projectId, args.name, args.filters, { groups: args.groupBy, distinct: args.distinctColumn, last: args.aggregation === 'last' });
+    const q = buildQuery(projectId, args.name, args.filters, {
+      groups: args.groupBy,
+      distinct: args.distinctColumn,
+      last: args.aggregation === 'last',
+    });
     const { rows, lag } = await aggregateRecords(this.db, q, rollupLevels(q));
     const direction = args.orderDirection === 'ASC' ? 1 : -1;
     const groups = rows
@@ -100,14 +117,29 @@ export class MetricQueries {
         costUnit: unitOf(r.costUnits),
         ...unpricedOf(r),
       }))
-      .sort((a, b) => (a.value - b.value) * direction || compare(JSON.stringify(a.dimensions), JSON.stringify(b.dimensions)));
+      .sort(
+        (a, b) =>
+          (a.value - b.value) * direction || compare(JSON.stringify(a.dimensions), JSON.stringify(b.dimensions)),
+      );
     return { groups: args.limit ? groups.slice(0, args.limit) : groups, lag };
   }
 
   async timeSeries(projectId: string, args: TimeSeriesArgs): Promise<WithLag<TimeSeriesResponse>> {
-    const q = buildQuery(projectId, args.name, args.filters, { groups: args.groupBy, distinct: args.distinctColumn, bucketMs: INTERVALS[args.interval], last: args.aggregation === 'last' });
+    const q = buildQuery(projectId, args.name, args.filters, {
+      groups: args.groupBy,
+      distinct: args.distinctColumn,
+      bucketMs: INTERVALS[args.interval],
+      last: args.aggregation === 'last',
+    });
     const { rows, lag } = await aggregateRecords(this.db, q, rollupLevels(q));
-    const series = new Map<string, { name: string; units: Set<string>; points: (TimeSeriesResponse['series'][number]['points'][number] & { ts: number })[] }>();
+    const series = new Map<
+      string,
+      {
+        name: string;
+        units: Set<string>;
+        points: (TimeSeriesResponse['series'][number]['points'][number] & { ts: number })[];
+      }
+    >();
     if (!args.groupBy) series.set('', { name: args.name.join(','), units: new Set(), points: [] });
     for (const r of rows) {
       const name = args.groupBy ? r.groups.map((v) => v ?? '').join('|') : args.name.join(',');
@@ -115,12 +147,22 @@ export class MetricQueries {
       let s = series.get(key);
       if (!s) series.set(key, (s = { name, units: new Set(), points: [] }));
       r.costUnits.forEach((u) => s!.units.add(u));
-      s.points.push({ ts: r.ts!, timestamp: new Date(r.ts!).toISOString(), value: valueOf(r, args.aggregation) ?? 0, estimatedCost: costOf(r), ...unpricedOf(r) });
+      s.points.push({
+        ts: r.ts!,
+        timestamp: new Date(r.ts!).toISOString(),
+        value: valueOf(r, args.aggregation) ?? 0,
+        estimatedCost: costOf(r),
+        ...unpricedOf(r),
+      });
     }
     return {
       series: [...series.values()]
         .sort((a, b) => compare(a.name, b.name))
-        .map((s) => ({ name: s.name, costUnit: unitOf(s.units), points: s.points.sort((a, b) => a.ts - b.ts).map(({ ts: _, ...p }) => p) })),
+        .map((s) => ({
+          name: s.name,
+          costUnit: unitOf(s.units),
+          points: s.points.sort((a, b) => a.ts - b.ts).map(({ ts: _, ...p }) => p),
+        })),
       lag,
     };
   }
@@ -129,7 +171,10 @@ export class MetricQueries {
     const q = buildQuery(projectId, [args.name], args.filters, { bucketMs: INTERVALS[args.interval] });
     const { rows, lag } = await percentilesOf(this.db, q, args.percentiles);
     return {
-      series: args.percentiles.map((percentile, i) => ({ percentile, points: rows.map((r) => ({ timestamp: new Date(r.ts).toISOString(), value: r.values[i] })) })),
+      series: args.percentiles.map((percentile, i) => ({
+        percentile,
+        points: rows.map((r) => ({ timestamp: new Date(r.ts).toISOString(), value: r.values[i] })),
+      })),
       lag,
     };
   }
@@ -143,7 +188,9 @@ export class MetricQueries {
   }
 
   labelValues(projectId: string, metricName: string, labelKey: string, prefix?: string, limit?: number) {
-    return labelValuesOf(this.db, projectId, metricId(metricName, 'metricName'), labelKey, prefix).then((a) => listed(a, 'values', prefix, limit));
+    return labelValuesOf(this.db, projectId, metricId(metricName, 'metricName'), labelKey, prefix).then((a) =>
+      listed(a, 'values', prefix, limit),
+    );
   }
 
   entityTypes(projectId: string) {
@@ -170,7 +217,12 @@ export class MetricQueries {
 /** Code-unit order, as Mastra's `Array.prototype.sort()` (not the database collation). */
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-function listed<K extends string>(answer: QueryAnswer<string>, key: K, prefix?: string, limit?: number): WithLag<Record<K, string[]>> {
+function listed<K extends string>(
+  answer: QueryAnswer<string>,
+  key: K,
+  prefix?: string,
+  limit?: number,
+): WithLag<Record<K, string[]>> {
   let values = answer.rows.filter((v) => !prefix || v.startsWith(prefix)).sort(compare);
   if (limit) values = values.slice(0, limit);
   return { [key]: values, lag: answer.lag } as WithLag<Record<K, string[]>>;
@@ -178,6 +230,7 @@ function listed<K extends string>(answer: QueryAnswer<string>, key: K, prefix?: 
 
 function metricId(name: string, field: string): number {
   const m = METRIC_BY_NAME.get(name);
-  if (!m) throw AppError.validation(field, `is not a known metric name (known: ${[...METRIC_BY_NAME.keys()].join(', ')})`);
+  if (!m)
+    throw AppError.validation(field, `is not a known metric name (known: ${[...METRIC_BY_NAME.keys()].join(', ')})`);
   return m.id;
 }

@@ -35,7 +35,12 @@ describe('metric query statements (real PostgreSQL)', () => {
   const hour = Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR;
   const range = { start: new Date(hour - HOUR), end: new Date(hour + 2 * HOUR) };
 
-  const step = (at: number, inputTokens: number, outputTokens: number, over: Partial<StepUsageEvent> = {}): StepUsageEvent => ({
+  const step = (
+    at: number,
+    inputTokens: number,
+    outputTokens: number,
+    over: Partial<StepUsageEvent> = {},
+  ): StepUsageEvent => ({
     eventId: `e-${randomUUID()}`,
     occurredAt: new Date(at).toISOString(),
     traceId: 'trace-1',
@@ -56,10 +61,23 @@ describe('metric query statements (real PostgreSQL)', () => {
       step(hour - 2 * HOUR, 9999, 9999), // before the range
     ];
     await new EventPartitions(prisma).ensureFor(events.map((e) => new Date(e.occurredAt)));
-    await insertStepEvents(prisma.sql, project, events.map((e) => ({ event: e, occurredAt: new Date(e.occurredAt), cost: priceStep(e, new Date(e.occurredAt), []) })));
+    await insertStepEvents(
+      prisma.sql,
+      project,
+      events.map((e) => ({
+        event: e,
+        occurredAt: new Date(e.occurredAt),
+        cost: priceStep(e, new Date(e.occurredAt), []),
+      })),
+    );
     return project;
   };
-  const aggregate = (project: string, names: string[], shape: Parameters<typeof buildQuery>[3] = {}, filters: Record<string, string> = {}) => {
+  const aggregate = (
+    project: string,
+    names: string[],
+    shape: Parameters<typeof buildQuery>[3] = {},
+    filters: Record<string, string> = {},
+  ) => {
     const q = buildQuery(project, names, { timestamp: range, ...filters }, shape);
     return aggregateRecords(prisma, q, rollupLevels(q));
   };
@@ -68,11 +86,32 @@ describe('metric query statements (real PostgreSQL)', () => {
     const p = await seed();
     const ask = () => aggregate(p, ['mastra_model_total_input_tokens'], { groups: ['provider'] });
     const expected = [
-      { groups: ['acme'], count: 1, sum: 500, min: 500, max: 500, costMicros: null, costUnits: [], unpricedSteps: 1, unpricedTokens: 500 },
+      {
+        groups: ['acme'],
+        count: 1,
+        sum: 500,
+        min: 500,
+        max: 500,
+        costMicros: null,
+        costUnits: [],
+        unpricedSteps: 1,
+        unpricedTokens: 500,
+      },
       // 6000 input tokens × $2.50/M = 15000 micro-dollars
-      { groups: ['openai'], count: 3, sum: 6000, min: 1000, max: 3000, costMicros: 15_000, costUnits: ['USD'], unpricedSteps: 0, unpricedTokens: 0 },
+      {
+        groups: ['openai'],
+        count: 3,
+        sum: 6000,
+        min: 1000,
+        max: 3000,
+        costMicros: 15_000,
+        costUnits: ['USD'],
+        unpricedSteps: 0,
+        unpricedTokens: 0,
+      },
     ];
-    const sorted = (rows: { groups: (string | null)[] }[]) => [...rows].sort((a, b) => String(a.groups[0]).localeCompare(String(b.groups[0])));
+    const sorted = (rows: { groups: (string | null)[] }[]) =>
+      [...rows].sort((a, b) => String(a.groups[0]).localeCompare(String(b.groups[0])));
     const fromTail = await ask();
     expect(sorted(fromTail.rows)).toEqual(expected.map((r) => expect.objectContaining(r)));
     expect(fromTail.lag.events).toBeGreaterThanOrEqual(5);
@@ -85,7 +124,9 @@ describe('metric query statements (real PostgreSQL)', () => {
   it('filters by a scope id and answers series per hour bucket', async () => {
     const p = await seed();
     const byUser = await aggregate(p, ['mastra_model_total_output_tokens'], {}, { userId: 'u1' });
-    expect(byUser.rows).toEqual([expect.objectContaining({ count: 1, sum: 300, costMicros: 3000, costUnits: ['USD'] })]);
+    expect(byUser.rows).toEqual([
+      expect.objectContaining({ count: 1, sum: 300, costMicros: 3000, costUnits: ['USD'] }),
+    ]);
     const series = await aggregate(p, ['mastra_model_total_output_tokens'], { bucketMs: HOUR });
     expect(series.rows.map((r) => [r.ts, r.sum, r.costMicros])).toEqual([
       [hour, 400, 4000],
@@ -96,8 +137,12 @@ describe('metric query statements (real PostgreSQL)', () => {
   it('matches nothing for a filter no step can meet, and nothing in another project', async () => {
     const p = await seed();
     const q = buildQuery(p, ['mastra_model_total_input_tokens'], { timestamp: range, requestId: 'r' }, {});
-    expect((await aggregateRecords(prisma, q, rollupLevels(q))).rows).toEqual([expect.objectContaining({ count: 0, sum: null })]);
-    expect((await aggregate(`p-${randomUUID()}`, ['mastra_model_total_input_tokens'])).rows).toEqual([expect.objectContaining({ count: 0 })]);
+    expect((await aggregateRecords(prisma, q, rollupLevels(q))).rows).toEqual([
+      expect.objectContaining({ count: 0, sum: null }),
+    ]);
+    expect((await aggregate(`p-${randomUUID()}`, ['mastra_model_total_input_tokens'])).rows).toEqual([
+      expect.objectContaining({ count: 0 }),
+    ]);
   });
 
   it('answers percentiles per bucket from the log', async () => {

@@ -109,8 +109,10 @@ function fieldSql(ref: FieldRef, side: 'rollup' | 'raw', p: Params, joined = tru
 function filterSql(q: MetricQuery, side: 'rollup' | 'raw', p: Params, joined = true): string[] {
   const where = q.equals.map((e) => `${fieldSql(e.ref, side, p, joined)} = ${p.add(e.value)}::text`);
   if (side === 'raw') {
-    if (q.traceIds) where.push(`e.trace_id IN (SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.traceIds))}::jsonb))`);
-    if (q.tags) where.push(`e.tags @> ARRAY(SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.tags))}::jsonb))`);
+    if (q.traceIds)
+      where.push(`e.trace_id IN (SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.traceIds))}::jsonb))`);
+    if (q.tags)
+      where.push(`e.tags @> ARRAY(SELECT jsonb_array_elements_text(${p.add(JSON.stringify(q.tags))}::jsonb))`);
     if (q.labels) where.push(`e.labels @> ${p.add(JSON.stringify(q.labels))}::jsonb`);
   }
   if (q.matchesNothing) where.push('FALSE');
@@ -135,19 +137,29 @@ function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Pa
   });
   // The project cube carries cost_unit itself: without dimension filters or groups, no join.
   const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
-  const join = cube === 'scope' || refs.some((r) => (r.location === 'low' || r.location === 'scope') && r.column !== 'cost_unit');
+  const join =
+    cube === 'scope' || refs.some((r) => (r.location === 'low' || r.location === 'scope') && r.column !== 'cost_unit');
   const cols = [
     ...(q.bucketMs ? [`${bucketSql('r.bucket_start', q)} AS ts`] : []),
     ...q.groups.map((g, i) => `${fieldSql(g, 'rollup', p, join)} AS g${i}`),
     `${q.distinct ? fieldSql(q.distinct, 'rollup', p, join) : 'NULL::text'} AS dv`,
-    'r.count AS cnt', 'r.sum AS sum', 'r.min AS mn', 'r.max AS mx', 'r.cost_micros AS cost', 'r.cost_count AS cost_n', `${join ? 'd' : 'r'}.cost_unit AS unit`,
-    'r.name::int AS name_id', 'NULL::bigint AS step',
+    'r.count AS cnt',
+    'r.sum AS sum',
+    'r.min AS mn',
+    'r.max AS mx',
+    'r.cost_micros AS cost',
+    'r.cost_count AS cost_n',
+    `${join ? 'd' : 'r'}.cost_unit AS unit`,
+    'r.name::int AS name_id',
+    'NULL::bigint AS step',
   ];
   const project = p.add(q.projectId);
   return `SELECT ${cols.join(', ')}
     FROM ${table} r ${join ? `JOIN metric_dimensions d ON d.id = r.dims_id AND d.project_id = ${project}` : ''}
    WHERE r.project_id = ${project} AND r.name IN (${q.metricIds.join(', ')}) AND ${orSql(seg)}
-     ${filterSql(q, 'rollup', p, join).map((w) => `AND ${w}`).join(' ')}`;
+     ${filterSql(q, 'rollup', p, join)
+       .map((w) => `AND ${w}`)
+       .join(' ')}`;
 }
 
 /**
@@ -161,10 +173,17 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params, cor
     ...(q.bucketMs ? [`${bucketSql('e.occurred_at', q)} AS ts`] : []),
     ...q.groups.map((g, i) => `${fieldSql(g, 'raw', p)} AS g${i}`),
     `${q.distinct ? fieldSql(q.distinct, 'raw', p) : 'NULL::text'} AS dv`,
-    'c.w::bigint AS cnt', 'c.w * m.value AS sum', 'm.value::float8 AS mn', 'm.value::float8 AS mx',
-    'c.w * COALESCE(m.cost, 0) AS cost', 'c.w * (m.cost IS NOT NULL)::int::bigint AS cost_n', 'c.unit AS unit',
+    'c.w::bigint AS cnt',
+    'c.w * m.value AS sum',
+    'm.value::float8 AS mn',
+    'm.value::float8 AS mx',
+    'c.w * COALESCE(m.cost, 0) AS cost',
+    'c.w * (m.cost IS NOT NULL)::int::bigint AS cost_n',
+    'c.unit AS unit',
     'm.name_id::int AS name_id',
-    corrections ? `CASE WHEN ${isStep} THEN e.position ELSE (e.data ->> 'stepPosition')::bigint END AS step` : 'e.position AS step',
+    corrections
+      ? `CASE WHEN ${isStep} THEN e.position ELSE (e.data ->> 'stepPosition')::bigint END AS step`
+      : 'e.position AS step',
     // The latest record is a step's: a correction repeats its step's values.
     ...(q.last ? [`CASE WHEN ${isStep} THEN e.occurred_at END AS occ`, 'e.position AS pos'] : []),
   ];
@@ -173,7 +192,9 @@ function rawPart(q: MetricQuery, source: string, timeSql: string, p: Params, cor
     FROM ${source} e ${weights(corrections)} ${unpivot(q.metricIds)}
    WHERE e.project_id = ${p.add(q.projectId)} AND ${types} AND ${onStepsByTime('e')}
      AND m.value IS NOT NULL AND (m.always OR m.value > 0) AND ${timeSql}
-     ${filterSql(q, 'raw', p).map((w) => `AND ${w}`).join(' ')}`;
+     ${filterSql(q, 'raw', p)
+       .map((w) => `AND ${w}`)
+       .join(' ')}`;
 }
 
 /**
@@ -194,10 +215,16 @@ function statementSql(q: MetricQuery, plan: { cube: Cube; levels: ReturnType<typ
 
   const keys = [...(q.bucketMs ? ['ts'] : []), ...q.groups.map((_, i) => `g${i}`)];
   const measures = [
-    'sum(cnt)::float8 AS cnt', 'sum(sum)::float8 AS sum', 'min(mn) AS mn', 'max(mx) AS mx', 'count(DISTINCT dv)::int AS distinct_n',
+    'sum(cnt)::float8 AS cnt',
+    'sum(sum)::float8 AS sum',
+    'min(mn) AS mn',
+    'max(mx) AS mx',
+    'count(DISTINCT dv)::int AS distinct_n',
     '(CASE WHEN sum(cost_n) > 0 THEN sum(cost) END)::float8 AS cost',
     'array_remove(array_agg(DISTINCT unit) FILTER (WHERE unit_n > 0), NULL) AS units',
-    ...(q.last ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC) FILTER (WHERE occ IS NOT NULL))[1]::float8 AS last'] : []),
+    ...(q.last
+      ? ['(array_agg(sum ORDER BY occ DESC, pos DESC, name_id DESC) FILTER (WHERE occ IS NOT NULL))[1]::float8 AS last']
+      : []),
     ...unpricedMeasures(q),
   ];
   return `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
@@ -232,7 +259,9 @@ function unpricedMeasures(q: MetricQuery): string[] {
   return [
     `COALESCE(sum(sum) FILTER (WHERE unit IS NULL AND name_id IN (${tokenIds.length ? tokenIds.join(', ') : 'NULL'})), 0)::float8 AS un_tokens`,
     'count(DISTINCT step) FILTER (WHERE unit IS NULL AND step IS NOT NULL AND un_n > 0)::int AS un_log_steps',
-    ...q.metricIds.map((id) => `COALESCE(sum(cnt) FILTER (WHERE unit IS NULL AND name_id = ${id}), 0)::float8 AS un_${id}`),
+    ...q.metricIds.map(
+      (id) => `COALESCE(sum(cnt) FILTER (WHERE unit IS NULL AND name_id = ${id}), 0)::float8 AS un_${id}`,
+    ),
   ];
 }
 
@@ -257,7 +286,11 @@ interface RawAgg {
  * where the query allows, the log elsewhere; exact either way. When the projection is more than
  * TAIL_LIMIT events behind, everything comes from the log.
  */
-export async function aggregateRecords(db: SqlClient, q: MetricQuery, rollupPlan: { cube: Cube; levels: ('d' | 'h' | 'm')[] }): Promise<QueryAnswer<AggregatedRow>> {
+export async function aggregateRecords(
+  db: SqlClient,
+  q: MetricQuery,
+  rollupPlan: { cube: Cube; levels: ('d' | 'h' | 'm')[] },
+): Promise<QueryAnswer<AggregatedRow>> {
   const run = async (levels: ('d' | 'h' | 'm')[]) => {
     const p = new Params();
     const cover = coverRange(q.range, levels);
@@ -302,10 +335,23 @@ async function countUnprojected(db: SqlClient, projectId: string): Promise<numbe
 }
 
 /** Percentile values per bucket (from the log: rollups cannot hold distributions). */
-export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: number[]): Promise<QueryAnswer<{ ts: number; values: number[] }>> {
+export async function percentilesOf(
+  db: SqlClient,
+  q: MetricQuery,
+  percentiles: number[],
+): Promise<QueryAnswer<{ ts: number; values: number[] }>> {
   const p = new Params();
-  const part = rawPart({ ...q, groups: [], distinct: undefined, last: false }, 'events', rangeSql('e.occurred_at', q.range, p), p, false);
-  const picks = percentiles.map((pc, i) => `(array_agg(sum ORDER BY sum))[least(floor(${p.add(pc)}::float8 * count(*))::int, count(*)::int - 1) + 1]::float8 AS p${i}`);
+  const part = rawPart(
+    { ...q, groups: [], distinct: undefined, last: false },
+    'events',
+    rangeSql('e.occurred_at', q.range, p),
+    p,
+    false,
+  );
+  const picks = percentiles.map(
+    (pc, i) =>
+      `(array_agg(sum ORDER BY sum))[least(floor(${p.add(pc)}::float8 * count(*))::int, count(*)::int - 1) + 1]::float8 AS p${i}`,
+  );
   const sql = `WITH cp AS (SELECT tx, position FROM projection_checkpoints WHERE name = '${ROLLUP_PROJECTION}'),
   tail AS MATERIALIZED (
     SELECT recorded_at FROM events WHERE project_id = ${p.add(q.projectId)} AND (tx, position) > ((SELECT tx FROM cp), (SELECT position FROM cp))
@@ -315,7 +361,10 @@ export async function percentilesOf(db: SqlClient, q: MetricQuery, percentiles: 
   parts AS (${part}),
   agg AS (SELECT ts, ${picks.join(', ')} FROM parts GROUP BY ts)
   SELECT (SELECT COALESCE(json_agg(agg ORDER BY ts), '[]'::json) FROM agg) AS rows, lag.n AS lag_events, lag.ms AS lag_ms FROM lag`;
-  const [row] = await db.$queryRawUnsafe<{ rows: Record<string, number>[]; lag_events: number; lag_ms: number }[]>(sql, ...p.values);
+  const [row] = await db.$queryRawUnsafe<{ rows: Record<string, number>[]; lag_events: number; lag_ms: number }[]>(
+    sql,
+    ...p.values,
+  );
   const lagEvents = row.lag_events > TAIL_LIMIT ? await countUnprojected(db, q.projectId) : row.lag_events;
   return {
     rows: row.rows.map((r) => ({ ts: r.ts, values: percentiles.map((_, i) => r[`p${i}`]) })),

@@ -32,7 +32,13 @@ export interface MetricQuery {
 }
 
 /** Mastra's distinct columns that step events do not carry: always null, so 0 distinct values. */
-const ABSENT_FIELDS = new Set(['parentEntityType', 'parentEntityName', 'rootEntityType', 'rootEntityName', 'executionSource']);
+const ABSENT_FIELDS = new Set([
+  'parentEntityType',
+  'parentEntityName',
+  'rootEntityType',
+  'rootEntityName',
+  'executionSource',
+]);
 
 export function fieldRef(field: string): FieldRef {
   if (ABSENT_FIELDS.has(field)) return { field, location: 'none' };
@@ -47,7 +53,23 @@ export function rangeOf(ts: MetricsFilter['timestamp']): Range {
   return { from, to };
 }
 
-const EQUALITY_FIELDS = ['traceId', 'spanId', 'runId', 'threadId', 'resourceId', 'userId', 'organizationId', 'sessionId', 'entityType', 'entityName', 'provider', 'model', 'costUnit', 'environment', 'serviceName'] as const;
+const EQUALITY_FIELDS = [
+  'traceId',
+  'spanId',
+  'runId',
+  'threadId',
+  'resourceId',
+  'userId',
+  'organizationId',
+  'sessionId',
+  'entityType',
+  'entityName',
+  'provider',
+  'model',
+  'costUnit',
+  'environment',
+  'serviceName',
+] as const;
 
 export function buildQuery(
   projectId: string,
@@ -77,14 +99,20 @@ export function buildQuery(
 }
 
 // Every step produces both token totals (METRICS' `always`, and a step always has input and output token counts).
-const TOTAL_IDS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'].map((n) => METRIC_BY_NAME.get(n)!.id);
+const TOTAL_IDS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'].map(
+  (n) => METRIC_BY_NAME.get(n)!.id,
+);
 
 /**
  * Whether rollups can count a group's unpriced steps: they count records, and a group's steps are
  * those of its records — the records of one metric, or of a token total (which every step has).
  */
 function stepsCountable(q: MetricQuery): boolean {
-  return q.metricIds.length === 1 || q.metricIds.some((id) => TOTAL_IDS.includes(id)) || q.groups.some((g) => g.location === 'name');
+  return (
+    q.metricIds.length === 1 ||
+    q.metricIds.some((id) => TOTAL_IDS.includes(id)) ||
+    q.groups.some((g) => g.location === 'name')
+  );
 }
 
 /**
@@ -99,12 +127,18 @@ export type Cube = 'unit' | 'project' | 'scope';
 export function rollupLevels(q: MetricQuery): { cube: Cube; levels: Granularity[] } {
   const refs = [...q.equals.map((e) => e.ref), ...q.groups, ...(q.distinct ? [q.distinct] : [])];
   const rawOnly =
-    q.last || q.traceIds !== undefined || q.tags !== undefined || q.labels !== undefined || refs.some((r) => r.location === 'raw' || r.location === 'label') || !stepsCountable(q);
+    q.last ||
+    q.traceIds !== undefined ||
+    q.tags !== undefined ||
+    q.labels !== undefined ||
+    refs.some((r) => r.location === 'raw' || r.location === 'label') ||
+    !stepsCountable(q);
   if (rawOnly) return { cube: 'project', levels: [] };
   const scoped = refs.some((r) => r.location === 'scope');
   // Only the metric name and the cost unit: the small cost-unit cube answers.
   const unitOnly = refs.every((r) => r.location === 'name' || r.location === 'none' || r.column === 'cost_unit');
   const levels: Granularity[] = scoped ? ['h'] : ['d', 'h', 'm'];
-  const fits = (g: Granularity) => q.bucketMs === undefined || (q.bucketMs >= GRANULARITY_MS[g] && q.bucketMs % GRANULARITY_MS[g] === 0);
+  const fits = (g: Granularity) =>
+    q.bucketMs === undefined || (q.bucketMs >= GRANULARITY_MS[g] && q.bucketMs % GRANULARITY_MS[g] === 0);
   return { cube: scoped ? 'scope' : unitOnly ? 'unit' : 'project', levels: levels.filter(fits) };
 }

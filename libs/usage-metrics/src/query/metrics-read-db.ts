@@ -29,7 +29,13 @@ export class MetricsReadDb implements OnModuleDestroy {
       this.replica = null;
       return;
     }
-    const pool = new Pool({ connectionString: url, max: config.values.DATABASE_POOL_SIZE, connectionTimeoutMillis: 1000, idleTimeoutMillis: 30_000, application_name: 'tollgate-metrics-read' });
+    const pool = new Pool({
+      connectionString: url,
+      max: config.values.DATABASE_POOL_SIZE,
+      connectionTimeoutMillis: 1000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'tollgate-metrics-read',
+    });
     pool.on('error', () => undefined);
     this.replica = pool;
     // A replica that cannot be reached (stopped, restarting, failed over) is not an outage of the
@@ -48,7 +54,10 @@ export class MetricsReadDb implements OnModuleDestroy {
         this.fallbacks += 1;
         if (Date.now() - this.warnedAt > 10_000) {
           this.warnedAt = Date.now();
-          this.logger.warn({ msg: 'read replica unreachable: metric queries run on the primary', error: (err as Error).message });
+          this.logger.warn({
+            msg: 'read replica unreachable: metric queries run on the primary',
+            error: (err as Error).message,
+          });
         }
         return run(prisma);
       }
@@ -58,7 +67,8 @@ export class MetricsReadDb implements OnModuleDestroy {
       $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rowCount ?? 0,
     };
     this.db = {
-      $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) => onReplica((db) => db.$queryRawUnsafe<T>(sql, ...values)),
+      $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) =>
+        onReplica((db) => db.$queryRawUnsafe<T>(sql, ...values)),
       $executeRawUnsafe: (sql: string, ...values: unknown[]) => onReplica((db) => db.$executeRawUnsafe(sql, ...values)),
     };
   }
@@ -71,9 +81,25 @@ export class MetricsReadDb implements OnModuleDestroy {
 const REPLICA_RETRY_MS = 2000;
 
 /** Errors that mean the replica is not there (as opposed to a query that failed on it). */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 function unreachable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (e?.code && UNREACHABLE_CODES.has(e.code)) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connection (?:is )?closed|Client has encountered a connection error/i.test(e?.message ?? '');
+  return /timeout exceeded when trying to connect|Connection terminated|connection (?:is )?closed|Client has encountered a connection error/i.test(
+    e?.message ?? '',
+  );
 }

@@ -4,12 +4,14 @@ const t = (iso: string) => Date.parse(iso);
 
 /** Every ms instant of a small sample falls in exactly one piece. */
 function pieceOf(cover: TimeCover, x: number): string[] {
-  const inRange = (r: Range, from: number | null, to: number | null) => (from === null || x >= from) && (to === null || x < to);
+  const inRange = (r: Range, from: number | null, to: number | null) =>
+    (from === null || x >= from) && (to === null || x < to);
   const hits: string[] = [];
   for (const s of cover.rollups) {
     const size = GRANULARITY_MS[s.granularity];
     const bucket = Math.floor(x / size) * size;
-    if (inRange(s, s.from, s.to) && (s.from === null || bucket >= s.from) && (s.to === null || bucket < s.to)) hits.push(s.granularity);
+    if (inRange(s, s.from, s.to) && (s.from === null || bucket >= s.from) && (s.to === null || bucket < s.to))
+      hits.push(s.granularity);
   }
   for (const r of cover.raw) if (inRange(r, r.from, r.to)) hits.push('raw');
   return hits;
