@@ -164,19 +164,17 @@ async function accuracy(history: Template[]) {
 
 /** The follow-up messages added one per step. */
 function followUps(thread: Template[]): Template[] {
-  return thread
-    .slice(HISTORY)
-    .map(
-      (m, i) =>
-        ({
-          ...m,
-          role: 'user',
-          content: {
-            format: 2,
-            parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }],
-          },
-        }) as Template,
-    );
+  return thread.slice(HISTORY).map(
+    (m, i) =>
+      ({
+        ...m,
+        role: 'user',
+        content: {
+          format: 2,
+          parts: [{ type: 'text', text: `Follow-up ${i}: ${(m.content.parts[0]!.text as string) ?? 'and then?'}` }],
+        },
+      }) as Template,
+  );
 }
 
 /**

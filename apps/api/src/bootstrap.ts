@@ -163,14 +163,11 @@ const isIngest = (req: { method: string; routeOptions: { url?: string } }) =>
 function shedIngest(fastify: FastifyInstance, config: AppConfig, admission: IngestAdmission, keys: ApiKeyAuth): void {
   const refuse = (reply: FastifyReply, reason: 'pool' | 'bytes') => {
     ingestShed.inc({ reason });
-    return reply
-      .status(503)
-      .header('retry-after', '1')
-      .send({
-        statusCode: 503,
-        code: 'unavailable',
-        message: 'This instance is at capacity; retry after the Retry-After header',
-      });
+    return reply.status(503).header('retry-after', '1').send({
+      statusCode: 503,
+      code: 'unavailable',
+      message: 'This instance is at capacity; retry after the Retry-After header',
+    });
   };
   // Callbacks, not async hooks: every other request passes these without a promise.
   fastify.addHook('onRequest', (req, reply, done) => {
