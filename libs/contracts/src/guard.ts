@@ -353,3 +353,129 @@ export const policySchema = z
   })
   .refine(...hasAnAmount);
 export type Policy = z.infer<typeof policySchema>;
+
+// ---- Response schemas (the OpenAPI document's; test/e2e/openapi-responses.spec.ts parses real answers with them) ----
+
+const scopeEnum = z.enum(SCOPES);
+const windowOrNull = z.enum(WINDOWS).nullable().describe('The rolling window; null for a run (bounded by itself)');
+const unitOrNull = z.string().nullable().describe('Three-letter currency code; null when nothing was priced');
+
+export const guardFindingResponse = z.strictObject({
+  scope: scopeEnum,
+  scopeKey: z.string().describe('`<scope>:<id>`'),
+  window: windowOrNull,
+  limitType: z.enum(LIMIT_TYPES),
+  usage: z.number().describe('Committed plus reserved usage, with this step, in the unit of the limit'),
+  limit: z.number(),
+  unit: z.string().describe('The limit unit: a currency code, or tokens'),
+  threshold: z.enum(['soft', 'hard']).describe('soft: past warnAtPercent (a warning); hard: past the limit'),
+  source: z.string().describe("Where the limit came from: 'request', or 'policy:<name>'"),
+  reason: z.string().optional().describe('Why the finding is not a plain comparison, e.g. a unit with no rate'),
+});
+
+export const guardEstimateViewResponse = z.strictObject({
+  cost: z.number().nullable().describe('In costUnit; null when the step could not be priced'),
+  costUnit: unitOrNull,
+  priced: z.boolean(),
+  priceId: z.string().optional().describe('The catalog or override price used, when priced'),
+  fallback: z.literal('project').optional().describe("Set when the project's fallback rate was used"),
+  inputTokens: z.number().describe("The input tokens held: the estimate's, times the margin"),
+  outputTokens: z.number(),
+  inputTokensMargin: z.number().describe('Actual ÷ estimated input tokens assumed for this model (≥ 1)'),
+});
+
+const forecastResponse = z.strictObject({
+  burnRate: z
+    .strictObject({
+      cost: z.number(),
+      costUnit: unitOrNull,
+      totalTokens: z.number(),
+      inputTokens: z.number(),
+      outputTokens: z.number(),
+    })
+    .describe('Committed usage of the last hour, per hour'),
+  limits: z.array(
+    z.strictObject({
+      source: z.string(),
+      limitType: z.enum(LIMIT_TYPES),
+      limit: z.number(),
+      unit: z.string(),
+      reachedAt: z
+        .string()
+        .nullable()
+        .describe('When usage reaches the limit at the burn rate (ISO 8601); null: not within a window'),
+    }),
+  ),
+  limitReachedAt: z.string().nullable().describe('The earliest reachedAt'),
+});
+
+export const scopeUsageResponse = z.strictObject({
+  scope: scopeEnum,
+  window: windowOrNull,
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  totalTokens: z.number(),
+  estimatedCost: z.number().describe('Recorded cost in costUnit'),
+  costUnit: unitOrNull,
+  reservedCost: z.number().describe('Cost held by open reservations, in costUnit'),
+  reservedInputTokens: z.number(),
+  reservedOutputTokens: z.number(),
+  unpricedEvents: z.number().describe('Recorded steps with no price (their tokens count, their cost does not)'),
+  costByUnit: z.record(z.string(), z.number()).describe('Recorded cost per unit, never summed across units'),
+  reservedCostByUnit: z.record(z.string(), z.number()).describe('Reserved cost per unit'),
+  forecast: forecastResponse
+    .nullable()
+    .optional()
+    .describe("A windowed budget's burn rate and when its limits are reached at it; null for a run"),
+});
+
+export const guardCheckResponseSchema = z.strictObject({
+  decision: z.enum(['allow', 'deny']),
+  reason: z
+    .string()
+    .optional()
+    .describe("Set when the budgets were not evaluated: 'busy' (retry after retryAfterMs) or guard unavailable"),
+  retryAfterMs: z.number().optional().describe("With reason 'busy': when a retry is likely to be served"),
+  violations: z.array(guardFindingResponse).describe('Hard limits this step would pass'),
+  warnings: z.array(guardFindingResponse).describe('Soft thresholds passed, and warn-strategy limits'),
+  skipped: z
+    .array(z.strictObject({ scope: scopeEnum, reason: z.string() }))
+    .describe('Scopes with limits that the context did not identify'),
+  usage: z
+    .record(z.string(), scopeUsageResponse)
+    .describe('Keyed `<scopeKey>@<window>`, e.g. `resource:abc@7d`, or `run:<id>` for runs'),
+  reservation: z
+    .strictObject({
+      id: z.string().describe('Settle it with the step event (reservationId) or release it'),
+      estimatedCost: z.number(),
+      costUnit: unitOrNull,
+      inputTokens: z.number(),
+      outputTokens: z.number(),
+      expiresAt: z.string().describe('ISO 8601; an unsettled reservation lapses then'),
+    })
+    .optional()
+    .describe('Set when reserve was asked and the step fits'),
+  estimate: guardEstimateViewResponse.optional().describe('Present whenever the request had an estimate'),
+  adjust: z
+    .strictObject({
+      maxOutputTokens: z
+        .number()
+        .describe('The most output tokens that fit every limit; the reservation holds this many'),
+      requestedMaxOutputTokens: z.number(),
+      limitedBy: z.array(guardFindingResponse).describe('What the full-size step would have been denied for'),
+    })
+    .optional()
+    .describe("On an allow that holds only with fewer output tokens (onExceed 'shrink'): cap the output at it"),
+  asOf: z.string().describe('ISO 8601: the time the usage was read'),
+});
+
+export const estimateResponseSchema = guardEstimateViewResponse.extend({
+  provider: z.string(),
+  model: z.string(),
+  countedInputTokens: z.number().describe('The input tokens before the margin: as given, or as counted'),
+  counted: z.enum(['given', 'o200k']).describe('given: the request had inputTokens; o200k: counted from messages'),
+  tier: z
+    .strictObject({ inputTokensAbove: z.number() })
+    .nullable()
+    .describe('The catalog price tier applied (0: the base tier); null when the price has no tiers'),
+});

@@ -275,3 +275,46 @@ export interface IngestResponse {
   rejected: number;
   results: IngestResult[];
 }
+
+const exceededAmounts = (cost: z.ZodType) =>
+  z.strictObject({
+    cost,
+    costUnit: z.string().nullable(),
+    inputTokens: z.number(),
+    outputTokens: z.number(),
+  });
+
+/** What `POST /v1/events` answers (the OpenAPI document's response schema). */
+export const ingestResponseSchema = z.strictObject({
+  accepted: z.number().describe('Events stored by this request'),
+  duplicates: z.number().describe('Events whose eventId was already stored (nothing changed)'),
+  rejected: z.number().describe('Events refused; the other events of the batch are stored all the same'),
+  results: z
+    .array(
+      z.discriminatedUnion('status', [
+        z.strictObject({
+          index: z.number().describe('The position of the event in the request'),
+          eventId: z.string(),
+          status: z.literal('accepted'),
+          position: z.string().describe('The event position in the project log'),
+          reservationExceeded: z
+            .strictObject({
+              reservationId: z.string(),
+              reserved: exceededAmounts(z.number()),
+              actual: exceededAmounts(z.number().nullable()),
+            })
+            .optional()
+            .describe('Set when this event settled a reservation with more than was reserved'),
+        }),
+        z.strictObject({ index: z.number(), eventId: z.string(), status: z.literal('duplicate') }),
+        z.strictObject({
+          index: z.number(),
+          eventId: z.string().nullable().describe('null when the event had no valid eventId'),
+          status: z.literal('rejected'),
+          field: z.string().describe('The field at fault, e.g. usage.inputTokens'),
+          reason: z.string(),
+        }),
+      ]),
+    )
+    .describe('One result per event, in request order'),
+});

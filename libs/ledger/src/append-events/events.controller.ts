@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ingestRequestSchema, stepUsageEventSchema } from '@tollgate/contracts';
+import { ingestRequestSchema, ingestResponseSchema, stepUsageEventSchema } from '@tollgate/contracts';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { AppendEvents } from './append-events.command';
@@ -20,6 +20,7 @@ export class EventsController {
     tag: 'events',
     auth: 'ingest',
     body: documentedBody,
+    response: ingestResponseSchema,
     responseDescription: 'One result per event, in order: accepted, duplicate, or rejected with the field and reason',
   })
   ingest(

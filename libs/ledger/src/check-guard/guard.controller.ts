@@ -2,7 +2,10 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '
 import { CommandBus } from '@nestjs/cqrs';
 import {
   guardCheckRequestSchema,
+  guardCheckResponseSchema,
+  guardFindingResponse,
   idSchema,
+  scopeUsageResponse,
   SCOPE_TABLE,
   scopeKeySchema,
   type GuardCheckRequest,
@@ -20,6 +23,7 @@ import {
 } from '@tollgate/platform';
 import { z } from 'zod';
 import { PoliciesService } from '../policies/policies.service';
+import { policyResponse } from '../policies/policies.controller';
 import { policyView } from '../policies/policy-view';
 import { ReservationsService } from '../reservations/reservations.service';
 import { readExceededReservations } from '../reservations/exceeded.sql';
@@ -37,6 +41,63 @@ const decisionsQuery = z.strictObject({
 });
 
 const usageQuery = z.strictObject({ scopeKey: scopeKeySchema });
+
+/** What GET /v1/guard/usage answers (the OpenAPI document's response schema). */
+export const usageResponse = z.strictObject({
+  scopeKey: z.string().describe('The scope asked for'),
+  policies: z.array(
+    z.strictObject({
+      ...policyResponse.shape,
+      usageKey: z
+        .string()
+        .describe("The key of this policy's usage in `usage` (`<scopeKey>@<window>`, or the run key)"),
+    }),
+  ),
+  usage: z.record(z.string(), scopeUsageResponse).describe('As a guard check answers it, keyed by usageKey'),
+  violations: z.array(guardFindingResponse).describe('Limits the scope has already passed'),
+  warnings: z.array(guardFindingResponse),
+  asOf: z.string().describe('ISO 8601: the time the usage was read'),
+});
+
+/** What POST /v1/guard/reservations/:id/release answers: the reservation's state after it. */
+export const releaseResponse = z.strictObject({
+  id: z.string(),
+  status: z
+    .enum(['open', 'settled', 'released', 'lapsed'])
+    .describe('released, or what the reservation already was: settled by its step event, or lapsed at expiry'),
+  closedAt: z.string().nullable().describe('ISO 8601: when it was closed'),
+});
+
+const amounts = (cost: z.ZodType) =>
+  z.strictObject({ cost, costUnit: z.string().nullable(), inputTokens: z.number(), outputTokens: z.number() });
+
+/** What GET /v1/guard/exceeded answers. */
+export const exceededResponse = z.strictObject({
+  exceeded: z.array(
+    z.strictObject({
+      reservationId: z.string(),
+      stepEventId: z.string().describe('The step event that settled the reservation'),
+      occurredAt: z.string().describe('ISO 8601'),
+      scopeKeys: z.array(z.string()).describe('The scopes the reservation held'),
+      reserved: amounts(z.number()).describe('What the reservation held'),
+      actual: amounts(z.number().nullable()).describe('What the step used; cost null when it was not priced'),
+    }),
+  ),
+});
+
+/** What GET /v1/guard/decisions answers. */
+export const decisionsResponse = z.strictObject({
+  decisions: z.array(
+    z.strictObject({
+      eventId: z.string().describe('The GuardDecided event'),
+      occurredAt: z.string().describe('ISO 8601'),
+      decision: z.enum(['allow', 'deny']).describe('allow: an allow with warnings'),
+      violations: z.array(guardFindingResponse),
+      warnings: z.array(guardFindingResponse),
+      context: z.record(z.string(), z.string()).describe("The step's scope ids and entity name, those it had"),
+    }),
+  ),
+});
 
 @Controller('v1/guard')
 @UseGuards(AuthGuard)
@@ -56,6 +117,7 @@ export class GuardController {
     tag: 'guard',
     auth: 'guard',
     body: guardCheckRequestSchema,
+    response: guardCheckResponseSchema,
   })
   check(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(guardCheckRequestSchema)) body: GuardCheckRequest) {
     return this.commands.execute(new CheckGuard(principal.projectId, body));
@@ -68,6 +130,7 @@ export class GuardController {
     summary: 'Release a reservation (idempotent); its budget is free at once',
     tag: 'guard',
     auth: 'guard',
+    response: releaseResponse,
   })
   release(
     @CurrentPrincipal() principal: Principal,
@@ -96,6 +159,7 @@ export class GuardController {
     tag: 'guard',
     auth: 'read',
     query: usageQuery,
+    response: usageResponse,
   })
   async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
     const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
@@ -136,6 +200,7 @@ export class GuardController {
     tag: 'guard',
     auth: 'read',
     query: decisionsQuery,
+    response: exceededResponse,
   })
   async exceeded(
     @CurrentPrincipal() principal: Principal,
@@ -151,6 +216,7 @@ export class GuardController {
     tag: 'guard',
     auth: 'read',
     query: decisionsQuery,
+    response: decisionsResponse,
   })
   async decisions(
     @CurrentPrincipal() principal: Principal,

@@ -1,5 +1,10 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
-import { estimateRequestSchema, type EstimateRequest, type EstimateResponse } from '@tollgate/contracts';
+import {
+  estimateRequestSchema,
+  estimateResponseSchema,
+  type EstimateRequest,
+  type EstimateResponse,
+} from '@tollgate/contracts';
 import {
   AppError,
   AuthGuard,
@@ -33,6 +38,7 @@ export class EstimateController {
     tag: 'guard',
     auth: 'guard',
     body: estimateRequestSchema,
+    response: estimateResponseSchema,
   })
   async estimate(
     @CurrentPrincipal() principal: Principal,
