@@ -7,6 +7,21 @@ import {
   releaseResponse,
   usageResponse,
 } from '../../libs/ledger/src/check-guard/guard.controller';
+import {
+  aggregateResponseSchema,
+  breakdownResponseSchema,
+  entityNamesResponseSchema,
+  entityTypesResponseSchema,
+  environmentsResponseSchema,
+  labelKeysResponseSchema,
+  labelValuesResponseSchema,
+  metricNamesResponseSchema,
+  MetricsProjector,
+  percentilesResponseSchema,
+  serviceNamesResponseSchema,
+  tagsResponseSchema,
+  timeSeriesResponseSchema,
+} from '@tollgate/usage-metrics';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
 
@@ -171,4 +186,83 @@ test('POST /v1/estimate: given tokens and counted messages', async () => {
   const unpriced = await post('/v1/estimate', { ...ESTIMATE, provider: 'nobody', model: 'unknown' });
   expect(unpriced.body.priced).toBe(false);
   expectDocumented(estimateResponseSchema, unpriced, 'post', '/v1/estimate');
+});
+
+test('the /api/observability metrics and discovery routes, over projected steps (one unpriced)', async () => {
+  const metrics = await createProject(svc.url, ['ingest', 'read']);
+  const events = [
+    stepEvent({ environment: 'production', serviceName: 'api', tags: ['a'], labels: { tier: 'pro' } }),
+    stepEvent({ durationMs: 300, environment: 'staging', tags: ['b'] }),
+    stepEvent({ provider: 'acme', model: 'acme-large-9' }),
+  ];
+  const ingested = await call(svc.url, 'POST', '/v1/events', { token: metrics.key, body: { events } });
+  expect(ingested.body.accepted).toBe(3);
+  const projector = svc.app.get(MetricsProjector);
+  for (;;) if ((await projector.catchUp({ batchSize: 1000 })).caughtUp) break;
+
+  const route = (path: string) => `/api/observability/${path}`;
+  const ask = (method: string, path: string, body?: unknown) =>
+    call(svc.url, method, route(path), { token: metrics.key, body });
+  const TOTALS = ['mastra_model_total_input_tokens', 'mastra_model_total_output_tokens'];
+  const cases: [z.ZodType, string, string, unknown?][] = [
+    [aggregateResponseSchema, 'post', 'metrics/aggregate', { name: TOTALS, aggregation: 'sum' }],
+    [
+      aggregateResponseSchema,
+      'post',
+      'metrics/aggregate',
+      {
+        name: TOTALS,
+        aggregation: 'sum',
+        comparePeriod: 'previous_day',
+        filters: {
+          timestamp: {
+            start: new Date(Date.now() - 3_600_000).toISOString(),
+            end: new Date(Date.now() + 60_000).toISOString(),
+          },
+        },
+      },
+    ],
+    [
+      breakdownResponseSchema,
+      'post',
+      'metrics/breakdown',
+      { name: TOTALS, groupBy: ['model', 'tier'], aggregation: 'sum' },
+    ],
+    [timeSeriesResponseSchema, 'post', 'metrics/timeseries', { name: TOTALS, interval: '1h', aggregation: 'sum' }],
+    [
+      timeSeriesResponseSchema,
+      'post',
+      'metrics/timeseries',
+      { name: TOTALS, interval: '1h', aggregation: 'sum', groupBy: ['model'] },
+    ],
+    [
+      percentilesResponseSchema,
+      'post',
+      'metrics/percentiles',
+      { name: 'mastra_model_duration_ms', percentiles: [0.5, 0.9], interval: '1d' },
+    ],
+    [metricNamesResponseSchema, 'get', 'discovery/metric-names'],
+    [labelKeysResponseSchema, 'get', 'discovery/metric-label-keys?metricName=mastra_model_total_input_tokens'],
+    [
+      labelValuesResponseSchema,
+      'get',
+      'discovery/metric-label-values?metricName=mastra_model_total_input_tokens&labelKey=tier',
+    ],
+    [entityTypesResponseSchema, 'get', 'discovery/entity-types'],
+    [entityNamesResponseSchema, 'get', 'discovery/entity-names?entityType=agent'],
+    [serviceNamesResponseSchema, 'get', 'discovery/service-names'],
+    [environmentsResponseSchema, 'get', 'discovery/environments'],
+    [tagsResponseSchema, 'get', 'discovery/tags'],
+  ];
+  for (const [schema, method, path, body] of cases) {
+    const reply = await ask(method.toUpperCase(), path, body);
+    expectDocumented(schema, reply, method, route(path.split('?')[0]));
+  }
+  const unpriced = (await ask('POST', 'metrics/aggregate', { name: TOTALS, aggregation: 'sum' })).body;
+  expect(unpriced.unpricedSteps).toBe(1);
+  expect((await ask('GET', 'discovery/environments')).body.environments).toEqual(['production', 'staging']);
+  expect(
+    (await ask('GET', 'discovery/metric-label-values?metricName=mastra_model_total_input_tokens&labelKey=tier')).body
+      .values,
+  ).toEqual(['pro']);
 });

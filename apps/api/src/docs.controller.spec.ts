@@ -21,18 +21,6 @@ const WITHOUT_RESPONSE_SCHEMA = [
   'GET /v1/exporters/{name}/dead-letters',
   'POST /v1/exporters/{name}/dead-letters/retry',
   'POST /v1/exporters/{name}/dead-letters/{batchId}/retry',
-  'POST /api/observability/metrics/aggregate',
-  'POST /api/observability/metrics/breakdown',
-  'POST /api/observability/metrics/timeseries',
-  'POST /api/observability/metrics/percentiles',
-  'GET /api/observability/discovery/metric-names',
-  'GET /api/observability/discovery/metric-label-keys',
-  'GET /api/observability/discovery/metric-label-values',
-  'GET /api/observability/discovery/entity-types',
-  'GET /api/observability/discovery/entity-names',
-  'GET /api/observability/discovery/service-names',
-  'GET /api/observability/discovery/environments',
-  'GET /api/observability/discovery/tags',
 ];
 
 describe('the OpenAPI document (/docs/json)', () => {

@@ -340,3 +340,89 @@ export interface TimeSeriesResponse {
 export interface PercentilesResponse {
   series: { percentile: number; points: { timestamp: string; value: number }[] }[];
 }
+
+// ---- Response schemas (the OpenAPI document's; test/e2e/openapi-responses.spec.ts parses real answers with them) ----
+
+const lagResponse = z
+  .strictObject({
+    events: z.number().describe('Events in the log not yet in the rollups'),
+    ms: z.number().describe('Age of the oldest of them, in ms'),
+  })
+  .describe('How far the rollup projection was behind the log (also the x-tollgate-projection-lag-* headers)');
+const costUnitOrNull = z.string().nullable().describe('The unit of estimatedCost; null when nothing was priced');
+const unpricedFields = {
+  unpricedSteps: z.number().describe('Steps behind the records whose model has no price (0 when all are priced)'),
+  unpricedTokens: z.number().describe('The token values of those steps'),
+};
+const cost = z.number().nullable().describe('The cost of the matching token records in costUnit; null: not a cost');
+
+export const aggregateResponseSchema = z.strictObject({
+  value: z.number().nullable().describe('The aggregation over the matching records; null when none match'),
+  estimatedCost: cost,
+  costUnit: costUnitOrNull,
+  ...unpricedFields,
+  previousValue: z.number().nullable().optional().describe('With comparePeriod: the value over the earlier period'),
+  previousEstimatedCost: z.number().nullable().optional(),
+  changePercent: z.number().nullable().optional().describe('With comparePeriod: value vs previousValue, in percent'),
+  costChangePercent: z.number().nullable().optional(),
+  lag: lagResponse,
+});
+
+export const breakdownResponseSchema = z.strictObject({
+  groups: z.array(
+    z.strictObject({
+      dimensions: z
+        .record(z.string(), z.string().nullable())
+        .describe('The group: each groupBy column or label key, and its value'),
+      value: z.number(),
+      estimatedCost: cost,
+      costUnit: costUnitOrNull,
+      ...unpricedFields,
+    }),
+  ),
+  lag: lagResponse,
+});
+
+export const timeSeriesResponseSchema = z.strictObject({
+  series: z.array(
+    z.strictObject({
+      name: z.string().describe('The metric name, or the group values joined when grouped'),
+      costUnit: costUnitOrNull,
+      points: z.array(
+        z.strictObject({
+          timestamp: z.string().describe('ISO 8601: the start of the bucket'),
+          value: z.number(),
+          estimatedCost: cost,
+          ...unpricedFields,
+        }),
+      ),
+    }),
+  ),
+  lag: lagResponse,
+});
+
+export const percentilesResponseSchema = z.strictObject({
+  series: z.array(
+    z.strictObject({
+      percentile: z.number().describe('As asked, between 0 and 1'),
+      points: z.array(z.strictObject({ timestamp: z.string().describe('ISO 8601'), value: z.number() })),
+    }),
+  ),
+  lag: lagResponse,
+});
+
+/** A discovery route's answer: one sorted list under `key`. */
+const listedResponse = <K extends string>(key: K, description: string) =>
+  z.strictObject({ [key]: z.array(z.string()).describe(description), lag: lagResponse } as Record<
+    K | 'lag',
+    z.ZodType
+  >);
+
+export const metricNamesResponseSchema = listedResponse('names', 'Metric names with records, sorted');
+export const labelKeysResponseSchema = listedResponse('keys', 'Label keys of the metric, sorted');
+export const labelValuesResponseSchema = listedResponse('values', 'Values of the label key, sorted');
+export const entityTypesResponseSchema = listedResponse('entityTypes', 'Entity types with records, sorted');
+export const entityNamesResponseSchema = listedResponse('names', 'Entity names (of the entityType), sorted');
+export const serviceNamesResponseSchema = listedResponse('serviceNames', 'Service names, sorted');
+export const environmentsResponseSchema = listedResponse('environments', 'Environments, sorted');
+export const tagsResponseSchema = listedResponse('tags', 'Tags (of the entityType), sorted');

@@ -3,6 +3,18 @@ import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Pr
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import {
+  aggregateResponseSchema,
+  breakdownResponseSchema,
+  entityNamesResponseSchema,
+  entityTypesResponseSchema,
+  environmentsResponseSchema,
+  labelKeysResponseSchema,
+  labelValuesResponseSchema,
+  metricNamesResponseSchema,
+  percentilesResponseSchema,
+  serviceNamesResponseSchema,
+  tagsResponseSchema,
+  timeSeriesResponseSchema,
   aggregateArgsSchema,
   breakdownArgsSchema,
   entityTypeQuerySchema,
@@ -41,6 +53,7 @@ export class ObservabilityController {
     tag: TAG,
     auth: 'read',
     body: aggregateArgsSchema,
+    response: aggregateResponseSchema,
   })
   async aggregate(
     @CurrentPrincipal() p: Principal,
@@ -57,6 +70,7 @@ export class ObservabilityController {
     tag: TAG,
     auth: 'read',
     body: breakdownArgsSchema,
+    response: breakdownResponseSchema,
   })
   async breakdown(
     @CurrentPrincipal() p: Principal,
@@ -73,6 +87,7 @@ export class ObservabilityController {
     tag: TAG,
     auth: 'read',
     body: timeSeriesArgsSchema,
+    response: timeSeriesResponseSchema,
   })
   async timeSeries(
     @CurrentPrincipal() p: Principal,
@@ -89,6 +104,7 @@ export class ObservabilityController {
     tag: TAG,
     auth: 'read',
     body: percentilesArgsSchema,
+    response: percentilesResponseSchema,
   })
   async percentiles(
     @CurrentPrincipal() p: Principal,
@@ -99,7 +115,13 @@ export class ObservabilityController {
   }
 
   @Get('discovery/metric-names')
-  @Documented({ summary: 'getMetricNames', tag: TAG, auth: 'read', query: metricNamesQuerySchema })
+  @Documented({
+    summary: 'getMetricNames',
+    tag: TAG,
+    auth: 'read',
+    query: metricNamesQuerySchema,
+    response: metricNamesResponseSchema,
+  })
   async metricNames(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(metricNamesQuerySchema)) q: z.infer<typeof metricNamesQuerySchema>,
@@ -109,7 +131,13 @@ export class ObservabilityController {
   }
 
   @Get('discovery/metric-label-keys')
-  @Documented({ summary: 'getMetricLabelKeys', tag: TAG, auth: 'read', query: labelKeysQuerySchema })
+  @Documented({
+    summary: 'getMetricLabelKeys',
+    tag: TAG,
+    auth: 'read',
+    query: labelKeysQuerySchema,
+    response: labelKeysResponseSchema,
+  })
   async labelKeys(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(labelKeysQuerySchema)) q: z.infer<typeof labelKeysQuerySchema>,
@@ -119,7 +147,13 @@ export class ObservabilityController {
   }
 
   @Get('discovery/metric-label-values')
-  @Documented({ summary: 'getMetricLabelValues', tag: TAG, auth: 'read', query: labelValuesQuerySchema })
+  @Documented({
+    summary: 'getMetricLabelValues',
+    tag: TAG,
+    auth: 'read',
+    query: labelValuesQuerySchema,
+    response: labelValuesResponseSchema,
+  })
   async labelValues(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(labelValuesQuerySchema)) q: z.infer<typeof labelValuesQuerySchema>,
@@ -132,7 +166,7 @@ export class ObservabilityController {
   }
 
   @Get('discovery/entity-types')
-  @Documented({ summary: 'getEntityTypes', tag: TAG, auth: 'read' })
+  @Documented({ summary: 'getEntityTypes', tag: TAG, auth: 'read', response: entityTypesResponseSchema })
   async entityTypes(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
@@ -142,7 +176,13 @@ export class ObservabilityController {
   }
 
   @Get('discovery/entity-names')
-  @Documented({ summary: 'getEntityNames', tag: TAG, auth: 'read', query: entityTypeQuerySchema })
+  @Documented({
+    summary: 'getEntityNames',
+    tag: TAG,
+    auth: 'read',
+    query: entityTypeQuerySchema,
+    response: entityNamesResponseSchema,
+  })
   async entityNames(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(entityTypeQuerySchema)) q: z.infer<typeof entityTypeQuerySchema>,
@@ -152,7 +192,7 @@ export class ObservabilityController {
   }
 
   @Get('discovery/service-names')
-  @Documented({ summary: 'getServiceNames', tag: TAG, auth: 'read' })
+  @Documented({ summary: 'getServiceNames', tag: TAG, auth: 'read', response: serviceNamesResponseSchema })
   async serviceNames(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
@@ -162,7 +202,7 @@ export class ObservabilityController {
   }
 
   @Get('discovery/environments')
-  @Documented({ summary: 'getEnvironments', tag: TAG, auth: 'read' })
+  @Documented({ summary: 'getEnvironments', tag: TAG, auth: 'read', response: environmentsResponseSchema })
   async environments(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
@@ -172,7 +212,13 @@ export class ObservabilityController {
   }
 
   @Get('discovery/tags')
-  @Documented({ summary: 'getTags', tag: TAG, auth: 'read', query: entityTypeQuerySchema })
+  @Documented({
+    summary: 'getTags',
+    tag: TAG,
+    auth: 'read',
+    query: entityTypeQuerySchema,
+    response: tagsResponseSchema,
+  })
   async tags(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(entityTypeQuerySchema)) q: z.infer<typeof entityTypeQuerySchema>,
