@@ -62,7 +62,7 @@ export async function resolveDimensionIds(
     ...Object.fromEntries(cols.map((c, i) => [c, t.values[i]])),
   }));
   const rows = await db.$queryRawUnsafe<{ id: string; project_id: string; key: string }[]>(
-    `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, key text, ${cols.map((c) => `${c} text`).join(', ')})),
+    `WITH input AS (SELECT * FROM json_to_recordset($1::json) AS x(project_id text, key text, ${cols.map((c) => `${c} text`).join(', ')})),
      ins AS (
        INSERT INTO metric_dimensions (project_id, key, ${cols.join(', ')})
        SELECT project_id, key, ${cols.join(', ')} FROM input
@@ -109,7 +109,7 @@ export async function upsertProjectRollups(
   await db.$executeRawUnsafe(
     `INSERT INTO metric_rollups (project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count)
      SELECT project_id, granularity, name, bucket_start, dims_id, cost_unit, count, sum, min, max, cost_micros, cost_count
-       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint, cost_unit text, ${MEASURES})
+       FROM json_to_recordset($1::json) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint, cost_unit text, ${MEASURES})
       ORDER BY project_id, granularity, name, bucket_start, dims_id
      ON CONFLICT (project_id, granularity, name, bucket_start, dims_id) DO UPDATE SET ${MERGE('metric_rollups')}`,
     JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),
@@ -122,7 +122,7 @@ export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCel
   await db.$executeRawUnsafe(
     `INSERT INTO metric_scope_rollups (project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count)
      SELECT project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count
-       FROM jsonb_to_recordset($1::jsonb) AS x(project_id text, dims_id bigint, name smallint, bucket_start timestamptz, ${MEASURES})
+       FROM json_to_recordset($1::json) AS x(project_id text, dims_id bigint, name smallint, bucket_start timestamptz, ${MEASURES})
       ORDER BY project_id, dims_id, name, bucket_start
      ON CONFLICT (project_id, dims_id, name, bucket_start) DO UPDATE SET ${MERGE('metric_scope_rollups')}`,
     JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),
@@ -146,7 +146,7 @@ export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCel
       dims_id: dimsId.toString(),
     })),
   );
-  const input = `jsonb_to_recordset($1::jsonb) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint)`;
+  const input = `json_to_recordset($1::json) AS x(project_id text, granularity text, name smallint, bucket_start timestamptz, dims_id bigint)`;
   await db.$executeRawUnsafe(
     `DELETE FROM metric_rollups r USING ${input}
       WHERE x.granularity IS NOT NULL AND r.project_id = x.project_id AND r.granularity = x.granularity AND r.name = x.name
