@@ -1,4 +1,13 @@
 import { verifyWebhook } from '@tollgate/exporters';
+import type { z } from 'zod';
+import {
+  deadLettersResponse,
+  exporterResponse,
+  exportersResponse,
+  putExporterResponse,
+  replayResponse,
+  retryResponse,
+} from '../../libs/exporters/src/config/exporter-settings';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import type { RunningService } from '../support/service';
 import {
@@ -28,6 +37,12 @@ describe('webhook exporter, end to end', () => {
   };
   const api = (project: TestProject, method: string, path: string, body?: unknown) =>
     call(svc.url, method, path, { token: project.key, body });
+  /** The answer is what the OpenAPI document says: it parses with the route's strict response schema, to itself. */
+  const documented = (schema: z.ZodType, reply: { body: unknown }) => {
+    const parsed = schema.safeParse(reply.body);
+    expect(parsed.success ? [] : parsed.error.issues).toEqual([]);
+    expect(parsed.data).toEqual(reply.body);
+  };
   const ingest = async (project: TestProject, count: number, overrides: Record<string, unknown> = {}) => {
     const events = Array.from({ length: count }, () => stepEvent(overrides));
     const res = await api(project, 'POST', '/v1/events', { events });
@@ -48,6 +63,7 @@ describe('webhook exporter, end to end', () => {
     expect(put.body.created).toBe(true);
     expect(JSON.stringify(put.body)).not.toMatch(/whsec-test|sink-token-123/);
     expect(put.body.secrets).toEqual({ signingSecret: true, headers: ['authorization'] });
+    documented(putExporterResponse, put);
 
     const ids = [...(await ingest(project, 25)), ...(await ingest(project, 25)), ...(await ingest(project, 25))];
     await eventually(() => new Set(acceptedEventIds(sink)).size === 75, 'all 75 events at the receiver');
@@ -150,13 +166,16 @@ describe('webhook exporter, end to end', () => {
     expect(dead).toMatchObject({ status: 'dead', events: 5, attempts: 1 });
     expect(dead.lastError).toContain('answered 400');
     expect(sink.requests).toHaveLength(1);
+    documented(deadLettersResponse, await api(project, 'GET', '/v1/exporters/strict/dead-letters'));
     const state = await api(project, 'GET', '/v1/exporters/strict');
+    documented(exporterResponse, state);
     expect(state.body).toMatchObject({ status: 'active', deadLetters: { batches: 1, events: 5 }, lag: { events: 0 } });
 
     accept = true;
     const retry = await api(project, 'POST', `/v1/exporters/strict/dead-letters/${dead.id}/retry`);
     expect(retry.status).toBe(202);
     expect(retry.body).toEqual({ retrying: [dead.id] });
+    documented(retryResponse, retry);
     await eventually(() => acceptedEventIds(sink).length === 5, 'the retried batch delivered');
     expect(acceptedEventIds(sink).sort()).toEqual([...ids].sort());
     expect(sink.requests[1].headers['idempotency-key']).toBe(dead.id);
@@ -192,11 +211,13 @@ describe('webhook exporter, end to end', () => {
     accept = true;
     const resumed = await api(project, 'POST', '/v1/exporters/locked/resume');
     expect(resumed.body).toMatchObject({ status: 'active', pausedReason: null });
+    documented(exporterResponse, resumed);
     await eventually(() => acceptedEventIds(sink).length === 2, 'the remaining batch');
     expect(acceptedEventIds(sink)).toEqual(ids.slice(4));
 
     const retry = await api(project, 'POST', '/v1/exporters/locked/dead-letters/retry');
     expect(retry.body.retrying).toHaveLength(2);
+    documented(retryResponse, retry);
     await eventually(() => acceptedEventIds(sink).length === 6, 'every event');
     expect(acceptedEventIds(sink).sort()).toEqual([...ids].sort());
   });
@@ -215,6 +236,7 @@ describe('webhook exporter, end to end', () => {
     const replay = await api(project, 'POST', '/v1/exporters/replayed/replay', { fromPosition: from });
     expect(replay.status).toBe(200);
     expect(replay.body.replay).toEqual({ rewound: true });
+    documented(replayResponse, replay);
     await eventually(() => acceptedEventIds(sink).length === 14, 'replayed events');
     expect(acceptedEventIds(sink).slice(10)).toEqual(ids.slice(6));
 
@@ -257,6 +279,19 @@ describe('webhook exporter, end to end', () => {
 
     expect((await api(project, 'PUT', '/v1/exporters/gone', webhookExporter('http://127.0.0.1:9/'))).status).toBe(200);
     expect((await api(project, 'GET', '/v1/exporters')).body.exporters.map((e: any) => e.name)).toEqual(['gone']);
+    const paused = await api(project, 'POST', '/v1/exporters/gone/pause');
+    expect(paused.body).toMatchObject({ status: 'paused', pausedReason: 'paused through the API' });
+    documented(exporterResponse, paused);
+    const otlp = await api(project, 'PUT', '/v1/exporters/traces', { type: 'otlp', endpoint: 'http://127.0.0.1:9' });
+    documented(putExporterResponse, otlp);
+    const slack = await api(project, 'PUT', '/v1/exporters/chat', { type: 'slack', url: 'http://127.0.0.1:9/hook' });
+    expect(slack.body.secrets).toEqual({ signingSecret: false, headers: [], url: true });
+    documented(putExporterResponse, slack);
+    const all = await api(project, 'GET', '/v1/exporters');
+    expect(all.body.exporters.map((e: any) => e.name)).toEqual(['chat', 'gone', 'traces']);
+    documented(exportersResponse, all);
+    expect((await api(project, 'DELETE', '/v1/exporters/chat')).status).toBe(204);
+    expect((await api(project, 'DELETE', '/v1/exporters/traces')).status).toBe(204);
     expect((await api(project, 'DELETE', '/v1/exporters/gone')).status).toBe(204);
     expect((await api(project, 'GET', '/v1/exporters/gone')).status).toBe(404);
   });

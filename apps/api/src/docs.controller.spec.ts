@@ -12,15 +12,6 @@ const WITHOUT_RESPONSE_SCHEMA = [
   'POST /v1/prices/reprice',
   'GET /v1/alerts',
   'GET /metrics',
-  'PUT /v1/exporters/{name}',
-  'GET /v1/exporters/{name}',
-  'GET /v1/exporters',
-  'POST /v1/exporters/{name}/replay',
-  'POST /v1/exporters/{name}/pause',
-  'POST /v1/exporters/{name}/resume',
-  'GET /v1/exporters/{name}/dead-letters',
-  'POST /v1/exporters/{name}/dead-letters/retry',
-  'POST /v1/exporters/{name}/dead-letters/{batchId}/retry',
 ];
 
 describe('the OpenAPI document (/docs/json)', () => {

@@ -172,3 +172,80 @@ export const replaySchema = z
     message: 'give exactly one of fromPosition and fromTime',
     path: ['fromPosition'],
   });
+
+// ---- Response schemas (the OpenAPI document's; test/exporters/webhook.spec.ts parses real answers with them) ----
+
+const position = z.strictObject({
+  tx: z.string().describe('The transaction id of the log position'),
+  position: z.string().describe('The log position (a bigint, as a string)'),
+});
+
+/** What an exporter's `settings` holds: its validated body without secrets and startFrom. */
+const storedSettings = z
+  .discriminatedUnion('type', [
+    webhookSchema.omit({ signingSecret: true, headers: true, startFrom: true, timeoutMs: true }).extend({
+      timeoutMs: z.number(),
+    }),
+    otlpSchema.omit({ headers: true, startFrom: true, timeoutMs: true }).extend({ timeoutMs: z.number() }),
+    slackSchema.omit({ url: true, startFrom: true, timeoutMs: true }).extend({ timeoutMs: z.number() }),
+  ])
+  .describe('The settings as stored, defaults filled, without the secrets');
+
+/** An exporter as GET /v1/exporters/:name answers it. */
+export const exporterResponse = z.strictObject({
+  name: z.string(),
+  type: z.enum(['webhook', 'otlp', 'slack']),
+  settings: storedSettings,
+  secrets: z
+    .union([
+      z.strictObject({
+        signingSecret: z.boolean(),
+        headers: z.array(z.string()).describe('The names of the secret headers'),
+        url: z.literal(true).optional().describe('Set for a Slack exporter: its webhook URL is the secret'),
+      }),
+      z
+        .strictObject({ sealed: z.literal(true) })
+        .describe('Secrets the server cannot open (TOLLGATE_SECRET_KEY unset or changed)'),
+    ])
+    .nullable()
+    .describe('Which secrets are set; their values are never returned'),
+  status: z.enum(['active', 'paused']),
+  pausedReason: z.string().nullable().describe('Why it paused (through the API, or after failures in a row)'),
+  consecutiveFailures: z.number().describe('Batches dead-lettered in a row'),
+  checkpoint: position.describe('The last log position sent'),
+  inFlightBatch: z.string().nullable().describe('The batch being delivered, if any'),
+  lag: z
+    .strictObject({ events: z.number(), seconds: z.number().describe('Age of the oldest unsent event') })
+    .nullable()
+    .describe('Events in the log not yet sent'),
+  deadLetters: z.strictObject({ batches: z.number(), events: z.number() }).nullable(),
+  lastDeliveredAt: z.string().nullable().describe('ISO 8601'),
+  createdAt: z.string().describe('ISO 8601'),
+  updatedAt: z.string().describe('ISO 8601'),
+});
+
+export const putExporterResponse = exporterResponse.extend({
+  created: z.boolean().describe('true when the request created the exporter, false when it replaced it'),
+});
+export const replayResponse = exporterResponse.extend({
+  replay: z.strictObject({ rewound: z.boolean().describe('false when the checkpoint was already before the point') }),
+});
+export const exportersResponse = z.strictObject({ exporters: z.array(exporterResponse) });
+export const deadLettersResponse = z.strictObject({
+  deadLetters: z.array(
+    z.strictObject({
+      id: z.string().describe('The batch id (xb_…), also the Idempotency-Key it is sent with'),
+      status: z.enum(['dead', 'retrying']).describe('dead: failed for good; retrying: sent again through the API'),
+      events: z.number(),
+      from: position,
+      to: position,
+      attempts: z.number(),
+      lastError: z.string().nullable(),
+      createdAt: z.string().describe('ISO 8601'),
+      failedAt: z.string().nullable().describe('ISO 8601'),
+    }),
+  ),
+});
+export const retryResponse = z.strictObject({
+  retrying: z.array(z.string()).describe('The batch ids sent again'),
+});

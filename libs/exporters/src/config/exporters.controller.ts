@@ -1,7 +1,18 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, UseGuards } from '@nestjs/common';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
-import { exporterNameSchema, putExporterSchema, replaySchema, type PutExporter } from './exporter-settings';
+import {
+  deadLettersResponse,
+  exporterNameSchema,
+  exporterResponse,
+  exportersResponse,
+  putExporterResponse,
+  putExporterSchema,
+  replayResponse,
+  replaySchema,
+  retryResponse,
+  type PutExporter,
+} from './exporter-settings';
 import { ExportersService } from './exporters.service';
 
 const namePipe = new ZodPipe(exporterNameSchema, 'name');
@@ -21,6 +32,7 @@ export class ExportersController {
     tag: 'exporters',
     auth: 'admin',
     body: putExporterSchema,
+    response: putExporterResponse,
   })
   put(
     @CurrentPrincipal() p: Principal,
@@ -35,6 +47,7 @@ export class ExportersController {
     summary: "List the project's exporters with their state, lag and dead letters",
     tag: 'exporters',
     auth: 'admin',
+    response: exportersResponse,
   })
   list(@CurrentPrincipal() p: Principal) {
     return this.exporters.list(p.projectId);
@@ -45,6 +58,7 @@ export class ExportersController {
     summary: 'An exporter: settings (without secrets), status and pause reason, checkpoint, lag, dead letters',
     tag: 'exporters',
     auth: 'admin',
+    response: exporterResponse,
   })
   get(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.get(p.projectId, name);
@@ -64,6 +78,7 @@ export class ExportersController {
     tag: 'exporters',
     auth: 'admin',
     body: replaySchema,
+    response: replayResponse,
   })
   replay(
     @CurrentPrincipal() p: Principal,
@@ -77,14 +92,24 @@ export class ExportersController {
 
   @Post(':name/pause')
   @HttpCode(200)
-  @Documented({ summary: 'Pause an exporter (events wait in the log)', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Pause an exporter (events wait in the log)',
+    tag: 'exporters',
+    auth: 'admin',
+    response: exporterResponse,
+  })
   pause(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.pause(p.projectId, name);
   }
 
   @Post(':name/resume')
   @HttpCode(200)
-  @Documented({ summary: 'Resume a paused exporter where it stopped', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Resume a paused exporter where it stopped',
+    tag: 'exporters',
+    auth: 'admin',
+    response: exporterResponse,
+  })
   resume(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.resume(p.projectId, name);
   }
@@ -94,6 +119,7 @@ export class ExportersController {
     summary: 'Batches that failed for good (and those being retried), with their last error',
     tag: 'exporters',
     auth: 'admin',
+    response: deadLettersResponse,
   })
   deadLetters(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.deadLetters(p.projectId, name);
@@ -101,14 +127,24 @@ export class ExportersController {
 
   @Post(':name/dead-letters/retry')
   @HttpCode(202)
-  @Documented({ summary: 'Send every dead-lettered batch again', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Send every dead-lettered batch again',
+    tag: 'exporters',
+    auth: 'admin',
+    response: retryResponse,
+  })
   retryAll(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     return this.exporters.retryDeadLetters(p.projectId, name);
   }
 
   @Post(':name/dead-letters/:batchId/retry')
   @HttpCode(202)
-  @Documented({ summary: 'Send one dead-lettered batch again', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Send one dead-lettered batch again',
+    tag: 'exporters',
+    auth: 'admin',
+    response: retryResponse,
+  })
   retryOne(
     @CurrentPrincipal() p: Principal,
     @Param('name', namePipe) name: string,
