@@ -2,6 +2,7 @@ import { Clock } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
+import { alertsResponse } from '../../libs/ledger/src/budget-alerts/alerts.controller';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -38,6 +39,8 @@ describe('budget alerts', () => {
   const alertsOf = async (p: TestProject, scopeKey?: string) => {
     const res = await api(p, 'GET', `/v1/alerts${scopeKey ? `?scopeKey=${encodeURIComponent(scopeKey)}` : ''}`);
     expect(res.status).toBe(200);
+    // The answer is the OpenAPI document's: a strict schema, so an undocumented field fails.
+    expect(alertsResponse.parse(res.body)).toEqual(res.body);
     return res.body.alerts as any[];
   };
   const policy = (p: TestProject, name: string, body: Record<string, unknown>) =>

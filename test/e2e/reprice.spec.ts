@@ -2,6 +2,8 @@ import { EVENT_SELECT } from '@tollgate/database';
 import { MetricsProjector } from '@tollgate/usage-metrics';
 import { randomUUID } from 'node:crypto';
 import { COMMANDS } from '../../apps/cli/src/commands';
+import { putPriceResponse } from '../../libs/ledger/src/prices/prices.controller';
+import { repriceResponse } from '../../libs/ledger/src/reprice/reprice.schemas';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
 
@@ -115,6 +117,8 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
     // The override from before the step answers that a stored step is priced otherwise, and names the call.
     const put = await putPrice(p, { effectiveFrom: new Date(at - HOUR).toISOString(), ...RATES });
     expect(put.status).toBe(200);
+    // The answers are the OpenAPI document's: strict schemas, so an undocumented field fails.
+    expect(putPriceResponse.parse(put.body)).toEqual(put.body);
     expect(put.body.warnings).toEqual([
       expect.objectContaining({
         code: 'stored_steps_priced_otherwise',
@@ -145,6 +149,7 @@ describe('repricing stored steps (POST /v1/prices/reprice)', () => {
       newlyPriced: 1,
       deltaByUnit: { USD: { costMicros: STEP_MICROS, cost: STEP_MICROS / 1e6 } },
     });
+    expect(repriceResponse.parse(dry.body)).toEqual(dry.body);
     expect(await logOf(p, 'StepRepriced')).toEqual([]);
     expect((await guardUsage(p, { resourceId, traceId })).usage[`resource:${resourceId}@24h`]).toMatchObject({
       estimatedCost: 0,

@@ -54,6 +54,31 @@ export const priceResponse = z.object({
   cacheWrite1hPerMillion: rateOut.describe('null: 1-hour cache writes are priced as cache writes'),
 });
 
+/** What PUT /v1/prices/:provider/:model answers: the stored override, and what it leaves priced otherwise. */
+export const putPriceResponse = z.strictObject({
+  ...priceResponse.shape,
+  effectiveFromDefault: z
+    .enum(['earliest_unpriced_step', 'now'])
+    .optional()
+    .describe("Set when effectiveFrom was not given: the model's earliest unpriced step, or now"),
+  warnings: z
+    .array(
+      z.strictObject({
+        code: z.literal('stored_steps_priced_otherwise'),
+        steps: z.number().describe('Stored steps in force of this price that keep their other cost'),
+        message: z.string(),
+        reprice: z
+          .strictObject({
+            method: z.literal('POST'),
+            path: z.literal('/v1/prices/reprice'),
+            body: z.strictObject({ from: z.string(), to: z.string(), provider: z.string(), model: z.string() }),
+          })
+          .describe('The call that applies the price to them'),
+      }),
+    )
+    .describe('Empty when no stored step is priced otherwise'),
+});
+
 /** A project's own prices for models, versioned by the time they take effect. */
 @Controller('v1/prices')
 @UseGuards(AuthGuard)
@@ -68,6 +93,7 @@ export class PricesController {
     tag: 'prices',
     auth: 'admin',
     body: putPriceSchema,
+    response: putPriceResponse,
   })
   put(
     @CurrentPrincipal() principal: Principal,

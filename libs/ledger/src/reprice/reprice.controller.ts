@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { Repricer } from './repricer';
-import { repriceSchema, type RepriceBody } from './reprice.schemas';
+import { repriceResponse, repriceSchema, type RepriceBody } from './reprice.schemas';
 
 /** Repricing stored steps after a price correction, append-only. */
 @Controller('v1/prices')
@@ -18,6 +18,7 @@ export class RepriceController {
     tag: 'prices',
     auth: 'admin',
     body: repriceSchema,
+    response: repriceResponse,
   })
   reprice(@CurrentPrincipal() principal: Principal, @Body(new ZodPipe(repriceSchema)) body: RepriceBody) {
     return this.repricer.reprice(principal.projectId, { ...body, from: new Date(body.from), to: new Date(body.to) });

@@ -32,3 +32,22 @@ export const repriceSchema = z
   });
 
 export type RepriceBody = z.infer<typeof repriceSchema>;
+
+/** What `POST /v1/prices/reprice` answers (the OpenAPI document's response schema). */
+export const repriceResponse = z.strictObject({
+  dryRun: z.boolean().describe('true: nothing was appended; the counts say what would be'),
+  from: z.string().describe('ISO 8601, as asked'),
+  to: z.string().describe('ISO 8601, as asked'),
+  provider: z.string().nullable(),
+  model: z.string().nullable(),
+  scanned: z.number().describe('Steps read in the range'),
+  repriced: z.number().describe('StepRepriced corrections appended (a dry run: that would be)'),
+  unchanged: z.number().describe('Steps whose cost is the same at the prices in force'),
+  providerReported: z.number().describe('Steps with a provider-reported cost, never repriced'),
+  newlyPriced: z.number().describe('Repriced steps that had no price and have one now'),
+  newlyUnpriced: z.number().describe('Repriced steps that had a price and have none now'),
+  deltaByUnit: z
+    .record(z.string(), z.strictObject({ costMicros: z.number(), cost: z.number() }))
+    .describe('The sum of new − old cost per unit; units whose sum is 0 are left out'),
+  batches: z.number().describe('Transactions that read steps'),
+});
