@@ -9,17 +9,7 @@
 const root = require('./jest.config.js');
 const [service, processors] = root.projects;
 
-/** Specs beside the code that need PostgreSQL or Redis but predate the naming rule: renamed to *.int.spec.ts
- * in one mechanical pass (CONTRIBUTING.md), after which this list is empty. */
-const LEGACY_INTEGRATION = ['apps/worker/src/maintenance/retention.spec.ts'];
-
-const notUnit = [
-  '/node_modules/',
-  '/dist/',
-  '\\.sql\\.spec\\.ts$',
-  '\\.int\\.spec\\.ts$',
-  ...LEGACY_INTEGRATION.map((p) => `<rootDir>/${p}`),
-];
+const notUnit = ['/node_modules/', '/dist/', '\\.sql\\.spec\\.ts$', '\\.int\\.spec\\.ts$'];
 const unit = (project, displayName, testMatch, ignore = []) => ({
   ...project,
   displayName,
