@@ -22,6 +22,7 @@ import {
   tagsResponseSchema,
   timeSeriesResponseSchema,
 } from '@tollgate/usage-metrics';
+import { METRICS_RESPONSE } from '../../libs/telemetry/src/metrics.controller';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import { startService, type RunningService } from '../support/service';
 
@@ -265,4 +266,16 @@ test('the /api/observability metrics and discovery routes, over projected steps 
     (await ask('GET', 'discovery/metric-label-values?metricName=mastra_model_total_input_tokens&labelKey=tier')).body
       .values,
   ).toEqual(['pro']);
+});
+
+test('GET /metrics: Prometheus text, documented with its media type', async () => {
+  const res = await fetch(`${svc.url}/metrics`);
+  expect(res.status).toBe(200);
+  const mediaType = res.headers.get('content-type')!;
+  expect(mediaType).toMatch(/^text\/plain; version=0\.0\.4/);
+  const text = await res.text();
+  expect(METRICS_RESPONSE.parse(text)).toMatch(/^# HELP /m);
+  const content = doc.paths['/metrics'].get.responses['200'].content as Record<string, { schema: unknown }>;
+  expect(Object.keys(content)).toEqual([mediaType]);
+  expect(content[mediaType].schema).toMatchObject({ type: 'string' });
 });

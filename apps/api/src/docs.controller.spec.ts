@@ -7,7 +7,7 @@ import { DocsController } from './docs.controller';
  * their @Documented). This list only shrinks: a new route must come with its response schema,
  * and a route given one must leave the list.
  */
-const WITHOUT_RESPONSE_SCHEMA = ['GET /metrics'];
+const WITHOUT_RESPONSE_SCHEMA: string[] = [];
 
 describe('the OpenAPI document (/docs/json)', () => {
   const doc = new DocsController().json() as {

@@ -1,9 +1,15 @@
 import { Controller, Get, Header, Req, Res } from '@nestjs/common';
 import { AppError, AuthFailureThrottle, Config, Documented, tokensMatch, tooManyFailures } from '@tollgate/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { exposition } from './exposition';
 import { metricsRegistry } from './metrics';
 import { ScrapeHooks } from './scrape-hooks';
+
+/** What GET /metrics answers: the Prometheus text exposition format (not JSON). */
+export const METRICS_RESPONSE = z
+  .string()
+  .describe('Prometheus text exposition format 0.0.4: # HELP and # TYPE lines, then one sample per line');
 
 /**
  * Prometheus scrape endpoint; open unless METRICS_TOKEN is set, and without tenant identifiers
@@ -22,6 +28,8 @@ export class MetricsController {
   @Documented({
     summary: 'Service metrics in Prometheus text format (METRICS_TOKEN as a bearer token when set)',
     tag: 'operations',
+    response: METRICS_RESPONSE,
+    responseMediaType: metricsRegistry.contentType,
   })
   async scrape(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const expected = this.config.values.METRICS_TOKEN;

@@ -11,6 +11,8 @@ export interface RouteDoc {
   body?: z.ZodType;
   query?: z.ZodType;
   response?: z.ZodType;
+  /** The media type of the response body when it is not JSON (e.g. Prometheus text). */
+  responseMediaType?: string;
   responseDescription?: string;
 }
 
@@ -91,7 +93,7 @@ export function buildOpenApi(info: { title: string; version: string }): Record<s
                 ...(doc.response
                   ? {
                       content: {
-                        'application/json': {
+                        [doc.responseMediaType ?? 'application/json']: {
                           schema: z.toJSONSchema(doc.response, { io: 'output', unrepresentable: 'any' }),
                         },
                       },
