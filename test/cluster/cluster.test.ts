@@ -122,7 +122,13 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
       },
       "a replica promoted for the queues' slot",
       30_000,
-    );
+    ).catch((err: Error) => {
+      const state = cluster.ports
+        .filter((p) => cluster.alive(p))
+        .map((p) => `${p}: ${cluster.cli(p, 'info', 'replication').replace(/\r?\n/g, ' ')}`)
+        .join('\n');
+      throw new Error(`${err.message} (killed ${master})\n${cluster.cli(survivor, 'cluster', 'nodes')}\n${state}`);
+    });
     await ingest(15, 'after');
 
     await deliveredAll();

@@ -107,6 +107,9 @@ export async function startRedisCluster(firstPort = 7001): Promise<RedisClusterH
           join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout',
           '2000',
+          // A replica syncs at once (Redis 7 waits 5 s by default to gather replicas for a diskless sync).
+          '--repl-diskless-sync-delay',
+          '0',
           '--save',
           '',
           '--appendonly',
@@ -137,6 +140,16 @@ export async function startRedisCluster(firstPort = 7001): Promise<RedisClusterH
     await until(
       () => ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
       'cluster_state:ok on every node',
+    );
+    // A replica that never synced cannot take over (its data would be too old): the failover test
+    // kills a master, so every replica has its link up first.
+    await until(
+      () =>
+        ports.every((p) => {
+          const info = cli(p, 'info', 'replication');
+          return info.includes('role:master') || info.includes('master_link_status:up');
+        }),
+      'every replica synced with its master',
     );
     return handle;
   } catch (err) {
