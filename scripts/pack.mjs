@@ -22,8 +22,15 @@ const steps = [
   },
   {
     dir: 'libs/processors',
-    build: () =>
-      execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'libs/processors/tsconfig.json')], { stdio: 'inherit' }),
+    build: () => {
+      execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'libs/processors/tsconfig.json')], { stdio: 'inherit' });
+      // The token counter reads its rank table from beside its compiled code.
+      execFileSync(
+        process.execPath,
+        [join(ROOT, 'libs/processors/scripts/copy-ranks.mjs'), join(ROOT, 'libs/processors/dist')],
+        { stdio: 'inherit' },
+      );
+    },
   },
 ];
 for (const step of steps) {

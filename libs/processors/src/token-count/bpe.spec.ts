@@ -1,8 +1,10 @@
 import { getEncoding, type TiktokenBPE } from 'js-tiktoken';
-import { BpeCodec } from './bpe';
+import { readFileSync } from 'node:fs';
+import { BpeCodec, RankTable } from './bpe';
 import { minTextTokens } from './message-token-counter';
+import { O200K_TABLE_FILE, o200kRanks } from './o200k';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const o200kRanks = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE;
+const o200kTiktoken = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const cl100kRanks = require('js-tiktoken/ranks/cl100k_base') as TiktokenBPE;
 
@@ -26,11 +28,12 @@ const SAMPLES = [
 
 describe('BpeCodec', () => {
   it.each([
-    ['o200k_base', o200kRanks],
-    ['cl100k_base', cl100kRanks],
-  ] as const)('counts and encodes exactly as js-tiktoken does (%s)', (name, ranks) => {
+    ['o200k_base', 'the shipped table', () => o200kRanks()],
+    ['o200k_base', "js-tiktoken's rank file", () => o200kTiktoken],
+    ['cl100k_base', "js-tiktoken's rank file", () => cl100kRanks],
+  ] as const)('counts and encodes exactly as js-tiktoken does (%s, from %s)', (name, _from, ranks) => {
     const reference = getEncoding(name);
-    const codec = new BpeCodec(ranks);
+    const codec = new BpeCodec(ranks());
     for (const text of SAMPLES) {
       const expected = reference.encode(text, [], []);
       expect(codec.encode(text)).toEqual(expected);
@@ -40,14 +43,35 @@ describe('BpeCodec', () => {
     }
   });
 
+  it('counts long pieces (past the merge buffers) and random text exactly', () => {
+    const reference = getEncoding('o200k_base');
+    const codec = new BpeCodec(o200kRanks());
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    const alphabet = 'ab cdé\n東京🦊.,-_0123456789XYZ\'"{}';
+    const texts = ['z'.repeat(5_000), '🦊'.repeat(900), 'ab'.repeat(1_500)];
+    for (let i = 0; i < 300; i++)
+      texts.push(
+        Array.from(
+          { length: 1 + Math.floor(random() * 200) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join(''),
+      );
+    for (const text of texts) {
+      const expected = reference.encode(text, [], []);
+      expect(codec.count(text)).toBe(expected.length);
+      expect(codec.encode(text)).toEqual(expected);
+    }
+  });
+
   it('stays exact after its piece memo is cleared', () => {
     const reference = getEncoding('o200k_base');
-    const codec = new BpeCodec(o200kRanks, 8);
+    const codec = new BpeCodec(o200kRanks(), 8);
     for (const text of SAMPLES) expect(codec.count(text)).toBe(reference.encode(text, [], []).length);
   });
 
   it('minTextTokens never exceeds the exact count (the bound the limiter rules messages out by)', () => {
-    const o200k = new BpeCodec(o200kRanks);
+    const o200k = new BpeCodec(o200kRanks());
     const cl100k = new BpeCodec(cl100kRanks);
     const tricky = ['!\n/path/to', '?\r\n//x', 'a\n \nb', '\n/', 'x \u3000 y\u00a0z', ...SAMPLES];
     for (const text of tricky) {
@@ -55,5 +79,31 @@ describe('BpeCodec', () => {
       expect(minTextTokens(text)).toBeLessThanOrEqual(cl100k.count(text));
     }
     expect(minTextTokens(' one two  three\tfour\n')).toBe(4);
+  });
+});
+
+describe('the shipped o200k_base table', () => {
+  it("holds exactly js-tiktoken's o200k_base ranks and pattern (else: node libs/processors/scripts/write-ranks.mjs)", () => {
+    const shipped = RankTable.fromBinary(readFileSync(O200K_TABLE_FILE));
+    const rebuilt = RankTable.fromTiktoken(o200kTiktoken);
+    expect(shipped.pattern).toBe(o200kTiktoken.pat_str);
+    expect(shipped.size).toBe(rebuilt.size);
+    for (let rank = 0; rank < rebuilt.size; rank++) {
+      const bytes = rebuilt.token(rank);
+      if (!Buffer.from(shipped.token(rank) ?? []).equals(Buffer.from(bytes ?? [])))
+        throw new Error(`rank ${rank} differs from js-tiktoken's`);
+      if (bytes && shipped.get(bytes, 0, bytes.length) !== rank)
+        throw new Error(`rank ${rank} is not found by its bytes`);
+    }
+  });
+
+  it('is what the default counter loads', () => {
+    o200kRanks();
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    expect((require('./o200k') as typeof import('./o200k')).o200kSource).toBe('file');
+  });
+
+  it('refuses a file that is not a rank table', () => {
+    expect(() => RankTable.fromBinary(Buffer.from('not a table at all'))).toThrow(/Not a BPE rank table/);
   });
 });

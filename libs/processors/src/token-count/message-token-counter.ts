@@ -2,6 +2,7 @@ import type { TiktokenBPE } from 'js-tiktoken/lite';
 import type { MessagePartShape, MessageShape, SystemMessageShape } from '../mastra-shapes';
 import { BpeCodec } from './bpe';
 import { TokenCountCache } from './count-cache';
+import { o200kRanks } from './o200k';
 
 /**
  * Fixed token overheads of the chat format, in the style of OpenAI's published counting recipe:
@@ -66,18 +67,14 @@ export interface MessageTokenCounterOptions {
   fileTokens?: number;
 }
 
-let defaultEncoding: TiktokenBPE | undefined;
-/** o200k_base is a 2 MB module; load it only when a counter without an explicit encoding is built. */
-function loadDefaultEncoding(): TiktokenBPE {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const ranks = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE & { default?: TiktokenBPE };
-  defaultEncoding ??= ranks.default ?? ranks;
-  return defaultEncoding;
-}
-
+let defaultEncoder: BpeCodec | undefined;
 const encoders = new WeakMap<TiktokenBPE, BpeCodec>();
-/** Building a codec indexes the whole rank file (200,000 tokens for o200k), so one per rank set. */
-function encoderFor(ranks: TiktokenBPE): BpeCodec {
+/**
+ * One codec per rank set: building one indexes the whole rank set (200,000 tokens for o200k).
+ * The default, o200k_base, comes from the table shipped with the package (see {@link o200kRanks}).
+ */
+function encoderFor(ranks: TiktokenBPE | undefined): BpeCodec {
+  if (!ranks) return (defaultEncoder ??= new BpeCodec(o200kRanks()));
   let encoder = encoders.get(ranks);
   if (!encoder) {
     encoder = new BpeCodec(ranks);
@@ -109,7 +106,7 @@ export class MessageTokenCounter {
   encodedStrings = 0;
 
   constructor(options: MessageTokenCounterOptions = {}) {
-    this.encoder = encoderFor(options.encoding ?? loadDefaultEncoding());
+    this.encoder = encoderFor(options.encoding);
     this.cache = options.cache === false ? undefined : (options.cache ?? new TokenCountCache());
     this.imageTokens = options.imageTokens ?? DEFAULT_IMAGE_TOKENS;
     this.fileTokens = options.fileTokens ?? DEFAULT_FILE_TOKENS;
