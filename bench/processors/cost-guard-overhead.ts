@@ -32,7 +32,7 @@ import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/processors/src';
-import { TollgateClient } from '../../libs/sdk/src';
+import { pooledFetch, TollgateClient, type FetchLike } from '../../libs/sdk/src';
 import { BENCH_ADMIN_TOKEN, createBenchProject, median, resetDatabase } from '../support/harness';
 
 // Its own database per run (dropped after), so that two runs at once never drop each other's.
@@ -113,21 +113,33 @@ function timed<T extends object>(
   return { processor, ms: () => total, byHook, reset: () => (total = 0) };
 }
 
-/** Counts the calls our guard makes to the service and waits on. */
+/** The client's transport (the SDK's default, pooledFetch), counting the requests sent per route. */
+function countingFetch(): {
+  fetch: FetchLike;
+  requests: (path: string) => number;
+  close: () => void;
+  reset: () => void;
+} {
+  const inner = pooledFetch();
+  const counts = new Map<string, number>();
+  const fetch: FetchLike = (url, init) => {
+    const path = new URL(url).pathname;
+    counts.set(path, (counts.get(path) ?? 0) + 1);
+    return inner(url, init);
+  };
+  return { fetch, requests: (path) => counts.get(path) ?? 0, close: () => inner.close(), reset: () => counts.clear() };
+}
+
+/** Counts the flushes our guard waits on or starts. */
 function counting(client: TollgateClient): {
   client: TollgateGuardClient;
-  checks: () => number;
   flushes: () => number;
   reset: () => void;
 } {
-  let checks = 0;
   let flushes = 0;
   const wrapped: TollgateGuardClient = {
     guard: {
-      check: (request, options) => {
-        checks++;
-        return client.guard.check(request as never, options) as never;
-      },
+      check: (request, options) => client.guard.check(request as never, options) as never,
       release: (id) => client.guard.release(id),
     },
     events: {
@@ -138,7 +150,7 @@ function counting(client: TollgateClient): {
       },
     },
   };
-  return { client: wrapped, checks: () => checks, flushes: () => flushes, reset: () => (checks = flushes = 0) };
+  return { client: wrapped, flushes: () => flushes, reset: () => (flushes = 0) };
 }
 
 async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
@@ -235,7 +247,8 @@ export async function costGuardOverhead(): Promise<void> {
       }),
     });
     if (!price.ok) throw new Error(`price: ${price.status} ${await price.text()}`);
-    sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
+    const transport = countingFetch();
+    sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key, fetch: transport.fetch });
     const ours = counting(sdk.client);
     const oursGuard = timed(
       new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }),
@@ -339,6 +352,7 @@ export async function costGuardOverhead(): Promise<void> {
       local: localGuard,
     };
     ours.reset();
+    transport.reset();
     const steps = RUNS_PER_ROUND * STEPS;
     for (let round = 0; round < ROUNDS; round++) {
       const order: Name[] =
@@ -364,7 +378,7 @@ export async function costGuardOverhead(): Promise<void> {
       console.log(`  ${label.padEnd(54)}adds ${ms(added(name))} per step   (in its hook: ${ms(median(hooks[name]))})`);
     }
     console.log(
-      `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(ours.checks() / totalSteps).toFixed(2)} checks, awaited; ${(ours.flushes() / totalSteps).toFixed(2)} records sent, only each run's last awaited)`,
+      `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(transport.requests('/v1/guard/check') / totalSteps).toFixed(2)} guard checks, awaited; ${(transport.requests('/v1/events') / totalSteps).toFixed(2)} event requests, ${(ours.flushes() / totalSteps).toFixed(2)} flushes, each run's last awaited)`,
     );
     console.log(
       `  ${'ours, against a client that answers at once'.padEnd(54)}adds ${ms(added('local'))} per step   (in its hooks: ${ms(median(hooks.local))}: the processor's own work)`,

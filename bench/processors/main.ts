@@ -179,9 +179,9 @@ function followUps(thread: Template[]): Template[] {
 
 /**
  * Child mode (`--startup ours|mastra LIMIT`): what a fresh process pays for its first run: the
- * limiter's construction (ours loads its tokenizer then: the rank file and its table) plus its
+ * limiter's construction (ours loads its tokenizer then: the o200k rank table file) plus its
  * 20 `processInputStep` calls, cold. Module code is loaded first for both (a Mastra app has
- * loaded @mastra/core; ours loads the rank file only when a limiter is built). Prints the milliseconds.
+ * loaded @mastra/core; ours reads the rank table only when a limiter is built). Prints the milliseconds.
  */
 async function startup(which: string, limit: number) {
   const thread = makeThread(HISTORY + STEPS, 7, 'startup');

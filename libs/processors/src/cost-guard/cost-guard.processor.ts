@@ -99,10 +99,12 @@ export interface CostGuardOptions {
   fallbackModel?: FallbackModel;
   /**
    * Exact mode: wait for each step's usage to be stored before the next step's check. Default
-   * false: a step's record is sent when it ends without holding the run up (its reservation
-   * counts the step at its worst case until the record lands, so the budget never overspends);
-   * a check that would deny or shrink while this run's records are in flight is asked again
-   * once they landed, and the last step's record is stored before `generate()` resolves.
+   * false: a step's record is handed to the client when the step ends, without holding the run
+   * up, and the client delivers it with its next batch (the SDK: within its `flushIntervalMs`,
+   * or with the run's last record, one request for the steps of a short run). Its reservation
+   * counts the step at its worst case until the record lands, so the budget never overspends; a
+   * check that would deny or shrink while this run's records are not stored yet is asked again
+   * once they are, and the last step's record is stored before `generate()` resolves.
    */
   awaitRecords?: boolean;
   /** BPE rank set used to count the outgoing messages. Default `o200k_base`. */
@@ -224,7 +226,9 @@ interface RunState {
   runKey: string;
   pending: PendingStep[];
   notified: Set<'soft' | 'hard'>;
-  /** Records sent in the background and not yet stored (see `awaitRecords`). */
+  /** Steps recorded into a buffering client and not flushed by this guard yet (see `awaitRecords`). */
+  unflushed: PendingStep[];
+  /** Flushes of this run's records not yet answered. */
   inFlight: Set<Promise<void>>;
 }
 
@@ -420,17 +424,21 @@ export abstract class CostGuardBase<Id extends string> {
    */
   async processAPIError(args: { stepNumber: number; state: Record<string, unknown> }): Promise<void> {
     const client = this.options.client;
-    if (!client?.guard.release) return;
-    const step = this.runState(args.state).pending.findLast((p) => p.stepIndex === args.stepNumber && !p.recorded);
-    if (!step?.reservationId) return;
-    step.recorded = true; // nothing to record: the call produced no usage
-    try {
-      await client.guard.release(step.reservationId);
-    } catch (error) {
-      this.log(
-        `Cost guard: could not release the reservation of step ${step.stepIndex}: ${(error as Error)?.message ?? String(error)}`,
-      );
+    if (!client) return;
+    const run = this.runState(args.state);
+    const step = run.pending.findLast((p) => p.stepIndex === args.stepNumber && !p.recorded);
+    if (step?.reservationId && client.guard.release) {
+      step.recorded = true; // nothing to record: the call produced no usage
+      try {
+        await client.guard.release(step.reservationId);
+      } catch (error) {
+        this.log(
+          `Cost guard: could not release the reservation of step ${step.stepIndex}: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
     }
+    // The run may end here: the steps that ran are stored before the error reaches the caller.
+    await this.drain(run);
   }
 
   private async checkWithTollgate(
@@ -477,7 +485,7 @@ export abstract class CostGuardBase<Id extends string> {
     // This run's records in flight when the check is sent may be counted at their reservations
     // (the worst case): an answer that binds is asked again once they landed, so that it binds on
     // what was spent.
-    const racing = run.inFlight.size > 0;
+    const racing = run.unflushed.length > 0 || run.inFlight.size > 0;
     try {
       ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
       if (racing && binds(response)) {
@@ -842,7 +850,10 @@ export abstract class CostGuardBase<Id extends string> {
 
   /**
    * Records the step's usage, which settles its reservation. With `wait`, resolves once it is
-   * stored; otherwise once it is handed to the client, the delivery tracked in `run.inFlight`.
+   * stored. Otherwise once it is handed to the client: a buffering client (the SDK) delivers it
+   * with its next batch, within its flush interval, or with the run's last record, whichever
+   * comes first — one request for several steps, none on the next step's path — and
+   * {@link drain} flushes it when the run needs it stored.
    */
   private async record(
     client: TollgateGuardClient,
@@ -871,35 +882,47 @@ export abstract class CostGuardBase<Id extends string> {
       ...(step.reservationId ? { reservationId: step.reservationId } : {}),
       stepIndex: step.stepIndex,
     };
-    // Left unrecorded on failure: the next step retries (same eventId, so Tollgate deduplicates).
-    // An unrecorded reservation keeps holding the worst case until it expires, then stops counting.
-    const failed = (error: unknown) => {
-      step.recorded = false;
-      this.log(
-        `Cost guard: could not record step ${step.stepIndex} usage: ${(error as Error)?.message ?? String(error)}`,
-      );
-    };
-    let delivery: Promise<unknown> | undefined;
     try {
       await client.events.record(event);
-      // The SDK buffers events. Until this one is stored, Tollgate counts the step at its
-      // reservation (the worst case); delivering it now lets the next check read the actual usage.
-      delivery = client.events.flush?.();
-      if (wait) await delivery;
     } catch (error) {
-      return failed(error);
+      return this.unrecorded([step], error);
     }
-    if (wait || !delivery) return;
-    const tracked: Promise<void> = delivery.then(
-      () => undefined,
-      (error: unknown) => failed(error),
-    );
-    run.inFlight.add(tracked);
-    void tracked.finally(() => run.inFlight.delete(tracked));
+    // A client without flush has sent it. Until a record is stored, Tollgate counts its step at
+    // the reservation (the worst case), so the budget never overspends meanwhile.
+    if (!client.events.flush) return;
+    run.unflushed.push(step);
+    if (wait) await this.drain(run);
   }
 
-  /** Waits until every record this run sent in the background is stored (or failed). */
+  /**
+   * Left unrecorded on failure: the next step records them again (same eventId, so Tollgate
+   * deduplicates). An unrecorded reservation holds the worst case until it expires, then stops counting.
+   */
+  private unrecorded(steps: PendingStep[], error: unknown): void {
+    for (const step of steps) step.recorded = false;
+    this.log(
+      `Cost guard: could not record the usage of step ${steps.map((s) => s.stepIndex).join(', ')}: ${(error as Error)?.message ?? String(error)}`,
+    );
+  }
+
+  /** Flushes this run's records handed to the client, and waits until every one is stored (or failed). */
   private async drain(run: RunState): Promise<void> {
+    const flush = this.options.client?.events.flush;
+    if (run.unflushed.length && flush) {
+      const steps = run.unflushed.splice(0);
+      let delivery: Promise<unknown>;
+      try {
+        delivery = Promise.resolve(flush.call(this.options.client!.events));
+      } catch (error) {
+        delivery = Promise.reject(error);
+      }
+      const tracked: Promise<void> = delivery.then(
+        () => undefined,
+        (error: unknown) => this.unrecorded(steps, error),
+      );
+      run.inFlight.add(tracked);
+      void tracked.finally(() => run.inFlight.delete(tracked));
+    }
     while (run.inFlight.size) await Promise.all([...run.inFlight]);
   }
 
@@ -933,7 +956,7 @@ export abstract class CostGuardBase<Id extends string> {
   private runState(state: Record<string, unknown>): RunState {
     let run = state[this.stateKey] as RunState | undefined;
     if (!run) {
-      run = { runKey: randomUUID(), pending: [], notified: new Set(), inFlight: new Set() };
+      run = { runKey: randomUUID(), pending: [], notified: new Set(), unflushed: [], inFlight: new Set() };
       state[this.stateKey] = run;
     }
     return run;

@@ -105,23 +105,77 @@ const guard = (client: TollgateGuardClient, onExceed?: 'shrink') =>
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("CostGuardProcessor: a step's record is off the next step's path (given a step that called tools, when the next step is checked, then …)", () => {
-  it('the step ends without waiting for its record, and the next check goes out while it is in flight', async () => {
+  it("the step ends without waiting for its record, and the next check goes out with the record left to the client's batching (no flush)", async () => {
     const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
     await g.processLLMResponse(finished(0, state, 'tool-calls'));
     await g.processInputStep(stepArgs(state, 1));
-    expect(log).toEqual([
-      expect.stringMatching(/^check .+:0$/),
-      'record 0',
-      'flush',
-      expect.stringMatching(/^check .+:1$/),
-    ]);
-    deliveries[0]!.resolve();
+    expect(log).toEqual([expect.stringMatching(/^check .+:0$/), 'record 0', expect.stringMatching(/^check .+:1$/)]);
+    expect(deliveries).toHaveLength(0);
   });
 
-  it('a deny taken while the record was in flight is asked again, same stepId, once it landed; the one after stands', async () => {
+  it("a run's records are stored by one flush, its last step's, before that step's hook resolves", async () => {
+    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1'), reserved('rsv-2')]);
+    const g = guard(client);
+    const state = {};
+    for (const step of [0, 1]) {
+      await g.processInputStep(stepArgs(state, step));
+      await g.processLLMResponse(finished(step, state, 'tool-calls'));
+    }
+    await g.processInputStep(stepArgs(state, 2));
+    let done = false;
+    const last = g.processLLMResponse(finished(2, state, 'stop')).then(() => (done = true));
+    await tick();
+    expect(done).toBe(false);
+    expect(deliveries).toHaveLength(1);
+    deliveries[0]!.resolve();
+    await last;
+    expect(log.filter((l) => !l.startsWith('check'))).toEqual(['record 0', 'record 1', 'record 2', 'flush', 'landed']);
+  });
+
+  it('records whose flush failed are recorded again at the next step (same event ids)', async () => {
+    const { client, log } = scriptedClient([
+      reserved('rsv-0'),
+      answer({ decision: 'deny', violations: [violation] }),
+      reserved('rsv-1'),
+      reserved('rsv-2'),
+    ]);
+    const ids: string[] = [];
+    const record = client.events.record;
+    client.events.record = (event) => (ids.push(event.eventId), record(event));
+    client.events.flush = async () => {
+      log.push('flush');
+      throw new Error('503');
+    };
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    // A deny with step 0 unstored: flushed (fails), asked again, allowed.
+    await expect(g.processInputStep(stepArgs(state, 1))).resolves.toBeUndefined();
+    const done = [{ usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } }];
+    await g.processInputStep({ ...stepArgs(state, 2), steps: done });
+    expect(log.filter((l) => !l.startsWith('check'))).toEqual(['record 0', 'flush', 'record 0']);
+    expect(ids[1]).toBe(ids[0]);
+  });
+
+  it("an API error stores the run's earlier records before the error goes on", async () => {
+    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1));
+    const failed = g.processAPIError({ stepNumber: 1, state });
+    await tick();
+    deliveries[0]!.resolve();
+    await failed;
+    expect(log.slice(3)).toEqual(['release rsv-1', 'flush', 'landed']);
+  });
+
+  it('a deny taken while the record was not stored yet is asked again, same stepId, once it landed; the one after stands', async () => {
     const { client, log, checks, deliveries } = scriptedClient([
       reserved('rsv-0'),
       answer({ decision: 'deny', violations: [violation] }),
@@ -133,21 +187,21 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
     await g.processLLMResponse(finished(0, state, 'tool-calls'));
     const second = g.processInputStep(stepArgs(state, 1));
     await tick();
-    expect(log.slice(-1)).toEqual([expect.stringMatching(/:1$/)]); // asked, and now waits for the record
+    expect(log.slice(-2)).toEqual([expect.stringMatching(/:1$/), 'flush']); // asked, and now waits for the record
     deliveries[0]!.resolve();
     await expect(second).resolves.toBeUndefined();
-    expect(log.slice(3)).toEqual([expect.stringMatching(/:1$/), 'landed', expect.stringMatching(/:1$/)]);
+    expect(log.slice(2)).toEqual([expect.stringMatching(/:1$/), 'flush', 'landed', expect.stringMatching(/:1$/)]);
     expect(checks[1]!.stepId).toBe(checks[2]!.stepId);
   });
 
-  it('a deny with nothing in flight is final: one check, and the TripWire', async () => {
+  it('a deny with nothing unstored is final: one check, and the TripWire', async () => {
     const { client, checks } = scriptedClient([answer({ decision: 'deny', violations: [violation] })]);
     const error = await caught(() => guard(client).processInputStep(stepArgs({}, 0)));
     expect(error.message).toBe('Cost guard: cost limit exceeded (1.2/1)');
     expect(checks).toHaveLength(1);
   });
 
-  it('a shrink taken while the record was in flight is released and asked again under a new stepId', async () => {
+  it('a shrink taken while the record was not stored yet is released and asked again under a new stepId', async () => {
     const adjust = (maxOutputTokens: number) => ({
       maxOutputTokens,
       requestedMaxOutputTokens: 500,
@@ -166,8 +220,9 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
     await tick();
     deliveries[0]!.resolve();
     const result = await second;
-    expect(log.slice(3)).toEqual([
+    expect(log.slice(2)).toEqual([
       expect.stringMatching(/:1$/),
+      'flush',
       'landed',
       'release rsv-small',
       expect.stringMatching(/:1:settled$/),

@@ -210,9 +210,17 @@ export interface TollgateGuardClient {
     release?(reservationId: string): Promise<unknown>;
   };
   events: {
-    /** May buffer (the SDK does) or send at once; a returned promise is awaited. */
+    /**
+     * May send at once (a returned promise is awaited), or buffer, as the SDK does: a client with
+     * `flush` must then deliver on its own too (the SDK sends a batch within `flushIntervalMs`).
+     */
     record(event: StepUsageEvent): unknown;
-    /** Delivers what `record` buffered. The cost guard awaits it after recording a step, so the next check reads the actual usage. */
+    /**
+     * Delivers what `record` buffered. The cost guard calls it when it needs a run's usage stored:
+     * before the run's last step resolves, before a denial, before asking again about a check that
+     * would deny or shrink while the run's records were not stored yet, and on an API error;
+     * between steps it leaves delivery to the client.
+     */
     flush?(): Promise<unknown>;
   };
 }
