@@ -77,6 +77,30 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     await readScopeUsage(explaining as never, 'p1', [{ scope: 'resource', scopeId: 'r1', window: '365d' }], new Date());
     expect(removed((plans[0] as any)[0].Plan)).toBeLessThan(100);
 
+    // The plan starts with the partitions its edges lie in, not the year's: each raw branch's
+    // bounds are scalars, pruned before the plan runs (a cached plan locks and opens every
+    // partition it keeps, on every execution). The current hour may reach into next month's.
+    const partitionScans = (node: any): number =>
+      (/^events_\d{4}_\d{2}$/.test(String(node['Relation Name'] ?? '')) ? 1 : 0) +
+      (node.Plans ?? []).reduce((n: number, child: unknown) => n + partitionScans(child), 0);
+    const months = Number(
+      (await prisma.pool.query(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass`)).rows[0].count,
+    );
+    expect(months).toBeGreaterThan(12);
+    plans.length = 0;
+    await readScopeUsage(
+      explaining as never,
+      'p1',
+      [
+        { scope: 'resource', scopeId: 'r1', window: '365d' },
+        { scope: 'resource', scopeId: 'r1', window: '1h', holds: false },
+        { scope: 'user', scopeId: 'u1', window: '30d' },
+      ],
+      new Date(),
+    );
+    // resource: the current hour (this month and the next) and two window starts; user: the current hour and one start.
+    expect(partitionScans((plans[0] as any)[0].Plan)).toBeLessThanOrEqual(3 + 1 + 1 + 2 + 1);
+
     // And the numbers are the log's.
     const usage = await readScopeUsage(
       prisma.sql,

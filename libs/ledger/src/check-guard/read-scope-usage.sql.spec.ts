@@ -1,4 +1,4 @@
-import type { StepUsageEvent } from '@tollgate/contracts';
+import { WINDOW_MS, type StepUsageEvent, type Window } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
@@ -132,6 +132,38 @@ describe('readScopeUsage (real PostgreSQL)', () => {
     });
     expect(usage.get(usageKey('resource:nobody', '24h'))).toEqual(emptyUsage());
     expect(usage.size).toBe(5);
+  });
+
+  it('reads every window of several scopes in one statement, each as exact as alone, however many windows a scope has', async () => {
+    const project = `p-${randomUUID()}`;
+    // Each window's start edge: a step just inside it and one just outside, on r1 and u1; and one in the current hour.
+    const windows = Object.entries(WINDOW_MS) as [Window, number][];
+    const steps = [step(ago(5 * MIN), 1, 0, { userId: 'u1' })];
+    windows.forEach(([, ms], k) => {
+      steps.push(step(ago(ms - 10 * MIN), 2 ** (2 * k + 1), 0, { userId: 'u1' }));
+      steps.push(step(ago(ms + 10 * MIN), 2 ** (2 * k + 2), 0, { userId: 'u1' }));
+    });
+    steps.push(step(ago(20 * MIN), 0, 3, { resourceId: 'r2' }));
+    await insert(project, steps);
+    const inside = (ms: number) =>
+      steps
+        .filter((e) => e.resourceId === 'r1' && Date.parse(e.occurredAt) >= now.getTime() - ms)
+        .reduce((n, e) => n + (e.usage.inputTokens ?? 0), 0);
+    const requests = [
+      ...windows.map(([window]) => ({ scope: 'resource' as const, scopeId: 'r1', window })),
+      ...(['1h', '7d', '365d'] as const).map((window) => ({ scope: 'user' as const, scopeId: 'u1', window })),
+      { scope: 'resource' as const, scopeId: 'r2', window: '24h' as const },
+    ];
+    const usage = await readScopeUsage(prisma.sql, project, requests, now);
+    for (const [window, ms] of windows) {
+      expect(usage.get(usageKey('resource:r1', window))!.inputTokens).toBe(inside(ms));
+      // Every request reads what it would read alone.
+      const alone = await readScopeUsage(prisma.sql, project, [{ scope: 'resource', scopeId: 'r1', window }], now);
+      expect(usage.get(usageKey('resource:r1', window))).toEqual(alone.get(usageKey('resource:r1', window)));
+    }
+    for (const window of ['1h', '7d', '365d'] as const)
+      expect(usage.get(usageKey('user:u1', window))!.inputTokens).toBe(inside(WINDOW_MS[window]));
+    expect(usage.get(usageKey('resource:r2', '24h'))).toMatchObject({ inputTokens: 0, outputTokens: 3 });
   });
 
   it('counts a step dated after now (a fast client clock) from its commit on', async () => {

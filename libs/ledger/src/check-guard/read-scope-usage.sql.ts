@@ -12,17 +12,25 @@ export interface UsageRequest {
 }
 
 /**
- * The raw log's partial indexes, one per windowed scope; each needs its own branch to be used. A
- * step repriced since (StepRepriced, carrying the step's scope ids and occurredAt) counts at its
- * new cost: the correction adds the step at the new cost and takes it out at the old one.
+ * How many raw-edge branches a windowed scope may have besides its current edge: its window starts
+ * of up to this many windows each read only their own partition; more share the last branch,
+ * whose bounds span them.
  */
-const RAW_BRANCHES = WINDOWED_SCOPES.map(
-  (
-    scope,
-  ) => `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
+export const START_EDGE_BRANCHES = 3;
+
+/**
+ * One branch of the log's raw edges, for one scope (each needs its own branch to use its scope's
+ * partial index). Its bounds are scalar parameters ($9[b], $10[b]), so the log's monthly
+ * partitions outside them are pruned when the plan starts, not per loop. A step repriced since
+ * (StepRepriced, carrying the step's scope ids and occurredAt) counts at its new cost: the
+ * correction adds the step at the new cost and takes it out at the old one.
+ */
+const rawBranch = (scope: Exclude<Scope, 'run'>, b: number) =>
+  `SELECT s.i, coalesce(x.cost_unit, ''), x.input_tokens, x.output_tokens, coalesce(x.cost_micros, 0), x.unpriced, 0, 0, 0
        FROM s CROSS JOIN LATERAL (
          SELECT type, cost_unit, input_tokens, output_tokens, cost_micros, unpriced, data FROM events e
-          WHERE e.project_id = $1 AND e.${SCOPE_TABLE[scope].column} = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced') AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
+          WHERE e.project_id = $1 AND e.${SCOPE_TABLE[scope].column} = s.scope_id AND e.type IN ('StepUsageRecorded', 'StepRepriced')
+            AND e.occurred_at >= ($9::timestamptz[])[${b}] AND e.occurred_at < ($10::timestamptz[])[${b}] AND e.occurred_at >= s.t0 AND e.occurred_at < s.t1
          OFFSET 0) e
        CROSS JOIN LATERAL (
          SELECT e.cost_unit, e.input_tokens, e.output_tokens, e.cost_micros, e.unpriced::int::bigint
@@ -30,18 +38,27 @@ const RAW_BRANCHES = WINDOWED_SCOPES.map(
          SELECT e.data->'old'->>'costUnit', -e.input_tokens, -e.output_tokens, -(e.data->'old'->>'costMicros')::bigint, -((e.data->'old'->>'costMicros') IS NULL)::int::bigint
           WHERE e.type = 'StepRepriced'
        ) AS x(cost_unit, input_tokens, output_tokens, cost_micros, unpriced)
-      WHERE s.kind = 'e' AND s.scope = '${scope}'`,
-).join('\n      UNION ALL\n      ');
+      WHERE s.branch = ${b}`;
+
+const texts = new Map<string, string>();
 
 /**
- * One text for any number of (scope, window) pairs, so PostgreSQL plans it once per connection:
- * the pairs arrive as arrays of segments (a counter range, a raw edge of the log, the open
- * reservations), and each segment is a parameterised index scan (OFFSET 0 keeps each lateral
- * subquery a nested loop, so the log's monthly partitions are pruned at run time per segment).
+ * The read's text for its raw branches (their scopes, in order): the counters, the raw edges and
+ * the open reservations of any number of (scope, window) pairs, which arrive as arrays of segments.
+ * Each segment is a parameterised index scan (OFFSET 0 keeps each lateral subquery a nested loop).
+ * The text depends only on which scopes are read and how many window starts each has, so a
+ * connection plans each shape once; a plan holding only the branches it uses costs less to start
+ * on every execution (PostgreSQL checks and locks every relation of a cached plan each time).
  */
-const USAGE_SQL = `WITH s AS (
-    SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[]) AS s(i, kind, scope, scope_id, t0, t1)
-  )
+function usageSql(branches: readonly Exclude<Scope, 'run'>[]): string {
+  const shape = branches.join(',');
+  let text = texts.get(shape);
+  if (text) return text;
+  const raw = branches.map((scope, k) => `UNION ALL\n      ${rawBranch(scope, k + 1)}`).join('\n      ');
+  // The bounds are typed even when no raw branch reads them (an unused CTE is dropped by the planner).
+  text = `WITH s AS (
+    SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $11::int[]) AS s(i, kind, scope, scope_id, t0, t1, branch)
+  ), bounds AS (SELECT $9::timestamptz[] AS lower, $10::timestamptz[] AS upper)
   SELECT i, cost_unit, sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens, sum(cost_micros)::bigint AS cost_micros,
          sum(unpriced_events)::bigint AS unpriced_events, sum(r_cost)::bigint AS r_cost, sum(r_in)::bigint AS r_in, sum(r_out)::bigint AS r_out
     FROM (
@@ -51,8 +68,7 @@ const USAGE_SQL = `WITH s AS (
            WHERE c.project_id = $1 AND c.scope = s.scope AND c.scope_id = s.scope_id AND c.granularity = s.kind::"char" AND c.bucket_start >= s.t0 AND c.bucket_start < s.t1
           OFFSET 0) c
        WHERE s.kind IN ('r', 'h', 'd')
-      UNION ALL
-      ${RAW_BRANCHES}
+      ${raw}
       UNION ALL
       SELECT s.i, x.cost_unit, 0, 0, 0, 0, x.cost_micros, x.input_tokens, x.output_tokens
         FROM s CROSS JOIN LATERAL (
@@ -62,6 +78,9 @@ const USAGE_SQL = `WITH s AS (
        WHERE s.kind = 'x'
     ) AS u
    GROUP BY i, cost_unit`;
+  texts.set(shape, text);
+  return text;
+}
 
 const iso = (ms: number) =>
   ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
@@ -72,6 +91,8 @@ const iso = (ms: number) =>
  * while we read is counted once — as the event or as the reservation — never zero times or twice.
  * The window has no upper edge: a committed step counts from its commit on, even when its
  * occurredAt (a client's clock running fast) is after now; it ages out by its own occurredAt.
+ * What every window of a scope shares — the current partial hour, the open reservations — is read
+ * once and counted in each.
  */
 export async function readScopeUsage(
   db: Sql,
@@ -79,41 +100,67 @@ export async function readScopeUsage(
   requests: readonly UsageRequest[],
   now: Date,
 ): Promise<Map<string, UsageTotals>> {
+  if (!requests.length) return new Map();
   const seg = {
-    i: [] as number[],
     kind: [] as string[],
     scope: [] as string[],
     id: [] as string[],
     t0: [] as string[],
     t1: [] as string[],
+    branch: [] as number[],
   };
-  const push = (i: number, kind: string, r: UsageRequest, from: number, to: number) => {
-    seg.i.push(i);
+  /** The requests each segment counts in. */
+  const owners: number[][] = [];
+  const shared = new Map<string, number>();
+  const push = (owner: number, kind: string, r: UsageRequest, from: number, to: number, branch = 0, share?: string) => {
+    const known = share === undefined ? undefined : shared.get(share);
+    if (known !== undefined) return void owners[known].push(owner);
+    if (share !== undefined) shared.set(share, owners.length);
+    owners.push([owner]);
     seg.kind.push(kind);
     seg.scope.push(r.scope);
     seg.id.push(r.scopeId);
     seg.t0.push(iso(from));
     seg.t1.push(iso(to));
+    seg.branch.push(branch);
   };
-  // A scope's open reservations are read once, by its first request, whatever its windows.
-  const holdsReader = new Map<string, number>();
-  requests.forEach((r, i) => {
+  const edges: { owner: number; r: UsageRequest; from: number; to: number }[] = [];
+  requests.forEach((r, owner) => {
     if (r.scope === 'run' || r.window === null) {
-      push(i, 'r', r, -Infinity, Infinity);
+      push(owner, 'r', r, -Infinity, Infinity);
     } else {
       const plan = planWindow(r.window, now.getTime());
-      if (plan.days) push(i, 'd', r, plan.days.from, plan.days.to);
-      for (const h of plan.hours) push(i, 'h', r, h.from, h.to);
-      for (const edge of plan.raw) push(i, 'e', r, edge.from, edge.to);
+      if (plan.days) push(owner, 'd', r, plan.days.from, plan.days.to);
+      for (const h of plan.hours) push(owner, 'h', r, h.from, h.to);
+      for (const edge of plan.raw) edges.push({ owner, r, ...edge });
     }
     // An open reservation holds budget in every window of every scope it names, until it expires.
-    const key = `${r.scope}:${r.scopeId}`;
-    if (r.holds !== false && !holdsReader.has(key)) {
-      holdsReader.set(key, i);
-      push(i, 'x', r, -Infinity, Infinity);
-    }
+    if (r.holds !== false) push(owner, 'x', r, -Infinity, Infinity, 0, `x\u001f${r.scope}:${r.scopeId}`);
   });
-  if (!requests.length) return new Map();
+  // The raw branches, per scope in a fixed order: the current partial hour (the same in every
+  // window, read once per scope id), then the window starts, oldest first, one branch each until
+  // the last branch takes the rest.
+  const branches: Exclude<Scope, 'run'>[] = [];
+  const lower: number[] = [];
+  const upper: number[] = [];
+  for (const scope of WINDOWED_SCOPES) {
+    const mine = edges.filter((e) => e.r.scope === scope);
+    if (!mine.length) continue;
+    const starts = [...new Set(mine.filter((e) => e.to !== Infinity).map((e) => e.from))].sort((a, b) => a - b);
+    const first = branches.length + 1;
+    const used = 1 + Math.min(starts.length, START_EDGE_BRANCHES);
+    for (let k = 0; k < used; k++) {
+      branches.push(scope);
+      lower.push(Infinity);
+      upper.push(-Infinity);
+    }
+    for (const e of mine) {
+      const b = e.to === Infinity ? first : first + 1 + Math.min(starts.indexOf(e.from), START_EDGE_BRANCHES - 1);
+      lower[b - 1] = Math.min(lower[b - 1], e.from);
+      upper[b - 1] = Math.max(upper[b - 1], e.to);
+      push(e.owner, 'e', e.r, e.from, e.to, b, e.to === Infinity ? `now\u001f${scope}:${e.r.scopeId}` : undefined);
+    }
+  }
   const rows = await db.query<{
     i: number;
     cost_unit: string;
@@ -124,37 +171,40 @@ export async function readScopeUsage(
     r_cost: bigint;
     r_in: bigint;
     r_out: bigint;
-  }>(USAGE_SQL, projectId, seg.i, seg.kind, seg.scope, seg.id, seg.t0, seg.t1, now);
-  const result = new Map<string, UsageTotals>();
-  const keyOf = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
-  requests.forEach((r) => result.set(keyOf(r), emptyUsage()));
+  }>(
+    usageSql(branches),
+    projectId,
+    owners.map((_, i) => i),
+    seg.kind,
+    seg.scope,
+    seg.id,
+    seg.t0,
+    seg.t1,
+    now,
+    lower.map(iso),
+    upper.map(iso),
+    seg.branch,
+  );
+  const totals = requests.map(() => emptyUsage());
   for (const row of rows) {
-    const r = requests[row.i];
-    const t = result.get(keyOf(r))!;
-    const unit = row.cost_unit;
-    t.inputTokens += Number(row.input_tokens);
-    t.outputTokens += Number(row.output_tokens);
-    t.unpricedEvents += Number(row.unpriced_events);
-    t.reservedInputTokens += Number(row.r_in);
-    t.reservedOutputTokens += Number(row.r_out);
-    // Counters and the log keep unpriced usage under the unit ''.
-    if (unit === '') {
-      t.unpricedInputTokens += Number(row.input_tokens);
-      t.unpricedOutputTokens += Number(row.output_tokens);
-      continue;
+    for (const owner of owners[row.i]) {
+      const t = totals[owner];
+      const unit = row.cost_unit;
+      t.inputTokens += Number(row.input_tokens);
+      t.outputTokens += Number(row.output_tokens);
+      t.unpricedEvents += Number(row.unpriced_events);
+      t.reservedInputTokens += Number(row.r_in);
+      t.reservedOutputTokens += Number(row.r_out);
+      // Counters and the log keep unpriced usage under the unit ''.
+      if (unit === '') {
+        t.unpricedInputTokens += Number(row.input_tokens);
+        t.unpricedOutputTokens += Number(row.output_tokens);
+        continue;
+      }
+      if (Number(row.cost_micros) > 0) t.costByUnit[unit] = (t.costByUnit[unit] ?? 0) + Number(row.cost_micros);
+      if (Number(row.r_cost) > 0) t.reservedCostByUnit[unit] = (t.reservedCostByUnit[unit] ?? 0) + Number(row.r_cost);
     }
-    if (Number(row.cost_micros) > 0) t.costByUnit[unit] = (t.costByUnit[unit] ?? 0) + Number(row.cost_micros);
-    if (Number(row.r_cost) > 0) t.reservedCostByUnit[unit] = (t.reservedCostByUnit[unit] ?? 0) + Number(row.r_cost);
   }
-  // The other windows of a scope hold what its first request read.
-  requests.forEach((r) => {
-    const reader = holdsReader.get(`${r.scope}:${r.scopeId}`);
-    if (r.holds === false || reader === undefined || keyOf(requests[reader]) === keyOf(r)) return;
-    const from = result.get(keyOf(requests[reader]))!;
-    const t = result.get(keyOf(r))!;
-    t.reservedInputTokens = from.reservedInputTokens;
-    t.reservedOutputTokens = from.reservedOutputTokens;
-    t.reservedCostByUnit = { ...from.reservedCostByUnit };
-  });
-  return result;
+  const keyOf = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
+  return new Map(requests.map((r, i) => [keyOf(r), totals[i]]));
 }
