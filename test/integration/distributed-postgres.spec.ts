@@ -84,6 +84,27 @@ export function unfilteredReferences(text: string): string[] {
   return bad;
 }
 
+/** The statements of a simple query: split at each `;` outside quotes and parentheses. */
+export function statementsOf(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "'") quoted = !quoted;
+    else if (quoted) continue;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === ';' && depth === 0) {
+      out.push(text.slice(from, i).trim());
+      from = i + 1;
+    }
+  }
+  out.push(text.slice(from).trim());
+  return out.filter((st) => st.length > 0);
+}
+
 /** The parenthesized level (and UNION branch) of `sql` that holds position `at` (the whole statement at the top). */
 function enclosing(sql: string, at: number): string {
   let from = 0;
@@ -204,6 +225,16 @@ describe('the distributed-PostgreSQL path', () => {
       ),
     ).toEqual([]);
     expect(unfilteredReferences(`UPDATE reservations SET status = $1 WHERE project_id = $2 AND id = $3`)).toEqual([]);
+    // A simple query's statements are checked one by one.
+    expect(
+      statementsOf(
+        `BEGIN; SELECT 'a;b' FROM reservations WHERE project_id = 'p'; PREPARE x AS SELECT (1; 2) FROM events`,
+      ),
+    ).toEqual([
+      'BEGIN',
+      "SELECT 'a;b' FROM reservations WHERE project_id = 'p'",
+      'PREPARE x AS SELECT (1; 2) FROM events',
+    ]);
   });
 
   describe('the hot statements', () => {
@@ -216,7 +247,9 @@ describe('the distributed-PostgreSQL path', () => {
       // Every statement any pool of this process sends (Prisma's adapter and the hot-path SQL both go through pg's Client).
       (Client.prototype as any).query = function (this: Client, config: any, ...rest: any[]) {
         const text = typeof config === 'string' ? config : config?.text;
-        if (typeof text === 'string' && phase !== 'setup') seen.push({ phase, text });
+        // A simple query may hold several statements (a transaction's opening): each is checked alone.
+        if (typeof text === 'string' && phase !== 'setup')
+          for (const statement of statementsOf(text)) seen.push({ phase, text: statement });
         return (original as any).call(this, config, ...rest);
       };
       svc = await startServiceWithWorker({ EXPORTS_TICK_MS: '100' });

@@ -2,7 +2,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
-import { inTransaction, poolSql, type Sql, type TxSql } from './sql';
+import { inTransaction, poolSql, type Sql, type Statement, type TxSql } from './sql';
 
 /**
  * The one Prisma client of a process, on a pg pool we own so that pool usage can be reported
@@ -39,9 +39,9 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
 
   /** One transaction on one connection of the pool, for hot-path SQL. */
   transaction<T>(
-    fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>,
+    fn: (sql: TxSql, opened: Record<string, unknown>[][]) => Promise<T>,
     timeoutMs?: number,
-    opening?: readonly string[],
+    opening?: readonly Statement[],
   ): Promise<T> {
     return inTransaction(this.pool, fn, timeoutMs, opening);
   }

@@ -27,13 +27,26 @@ function statementName(text: string): string {
   return name;
 }
 
+/**
+ * A statement with its values, to run inside a simple query (sharing a round trip with others):
+ * it is PREPAREd on the connection the first time and EXECUTEd with its values as literals, so it
+ * runs on the plan cached for the connection rather than being parsed and planned each time.
+ */
+export interface Executable {
+  text: string;
+  params: readonly SqlValue[];
+}
+
+/** One statement of a simple query: a text without parameters (see {@link sqlLiteral}), or an {@link Executable}. */
+export type Statement = string | Executable;
+
 /** A transaction's connection. */
 export interface TxSql extends Sql {
   /**
-   * Runs `text` (statements without parameters: see {@link sqlLiteral}) and COMMIT in one round
-   * trip, and returns the rows of `text`'s last statement. The transaction ends there.
+   * Runs `statement` and COMMIT in one round trip, and returns the rows of `statement` (of its
+   * last statement, when it is a text of several). The transaction ends there.
    */
-  commitWith<T = Record<string, unknown>>(text: string): Promise<T[]>;
+  commitWith<T = Record<string, unknown>>(statement: Statement): Promise<T[]>;
 }
 
 export function poolSql(pool: Pool | PoolClient): Sql {
@@ -45,45 +58,114 @@ export function poolSql(pool: Pool | PoolClient): Sql {
   };
 }
 
+/** The name a statement is PREPAREd under on a connection (apart from the protocol-level names above). */
+function preparedName(text: string): string {
+  return `tx_${statementName(text).slice(3)}`;
+}
+
+/** The statements each connection has PREPAREd (a pooled client is one connection, for its whole life). */
+const preparedOn = new WeakMap<object, Set<string>>();
+
+/** A value of an {@link Executable}. */
+export type SqlValue = string | number | bigint | boolean | null | Date | readonly (string | number | null)[];
+
+function sqlValue(v: SqlValue): string {
+  if (v === null) return 'NULL';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error('a SQL literal cannot be a non-finite number');
+    return String(v);
+  }
+  if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (v instanceof Date) return sqlLiteral(v.toISOString());
+  if (Array.isArray(v)) return sqlLiteral(arrayLiteral(v));
+  return sqlLiteral(v as string);
+}
+
+/** An array's text form, every element quoted (its type comes from the statement's parameter). */
+function arrayLiteral(values: readonly (string | number | null)[]): string {
+  const element = (v: string | number | null) =>
+    v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  return `{${values.map(element).join(',')}}`;
+}
+
+/**
+ * Statements as one simple query on `client`: an Executable not yet prepared on it is PREPAREd in
+ * the same query. `results` maps each statement to its result's position; `preparing` are the
+ * names the query prepares (known once it succeeds; unknown which, if it fails).
+ */
+function simpleQuery(client: object, statements: readonly Statement[]) {
+  const known = preparedOn.get(client) ?? new Set<string>();
+  preparedOn.set(client, known);
+  const parts: string[] = [];
+  const results: number[] = [];
+  const preparing: string[] = [];
+  for (const st of statements) {
+    if (typeof st === 'string') {
+      parts.push(st);
+    } else {
+      const name = preparedName(st.text);
+      if (!known.has(name) && !preparing.includes(name)) {
+        parts.push(`PREPARE ${name} AS ${st.text}`);
+        preparing.push(name);
+      }
+      parts.push(`EXECUTE ${name}(${st.params.map(sqlValue).join(', ')})`);
+    }
+    results.push(parts.length - 1);
+  }
+  return { text: parts.join('; '), results, preparing, known };
+}
+
 /**
  * Runs `fn` in one transaction on one pooled connection. `timeoutMs` bounds every lock wait and
  * every statement inside it, so a transaction never holds a connection forever behind a stuck
  * lock holder or a slow statement (it is then rolled back, and nothing of it remains).
- * `opening` are statements without parameters sent with BEGIN in the same round trip (a simple
- * query may hold several); `fn` gets the rows of the last of them.
+ * `opening` are statements sent with BEGIN in the same round trip (a simple query may hold
+ * several); `fn` gets the rows of each of them, in order.
  */
 export async function inTransaction<T>(
   pool: Pool,
-  fn: (sql: TxSql, opened: Record<string, unknown>[]) => Promise<T>,
+  fn: (sql: TxSql, opened: Record<string, unknown>[][]) => Promise<T>,
   timeoutMs?: number,
-  opening: readonly string[] = [],
+  opening: readonly Statement[] = [],
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   let committed = false;
+  /** Runs statements in one round trip; the rows of each. */
+  const run = async (statements: readonly Statement[]): Promise<Record<string, unknown>[][]> => {
+    const q = simpleQuery(client, statements);
+    let raw: unknown;
+    try {
+      raw = await client.query(q.text);
+    } catch (err) {
+      // A PREPARE outlives the failed query it was in, or not: the connection is not reused.
+      if (q.preparing.length) broken = err as Error;
+      throw err;
+    }
+    q.preparing.forEach((name) => q.known.add(name));
+    const all = (Array.isArray(raw) ? raw : [raw]) as { rows: Record<string, unknown>[] }[];
+    return q.results.map((i) => all[i].rows);
+  };
   const tx: TxSql = {
     ...poolSql(client),
-    async commitWith<R>(text: string): Promise<R[]> {
-      const results = (await client.query(`${text}; COMMIT`)) as unknown as { rows: R[] }[];
+    async commitWith<R>(statement: Statement): Promise<R[]> {
+      const [rows] = await run([statement, 'COMMIT']);
       committed = true;
-      return results[results.length - 2].rows;
+      return rows as R[];
     },
   };
   try {
     const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
-    const statements = [
+    const opened = await run([
       'BEGIN',
       ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]),
       ...opening,
-    ];
-    const results = (await client.query(statements.join('; '))) as unknown as
-      { rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[];
-    const last = Array.isArray(results) ? results[results.length - 1] : results;
-    const result = await fn(tx, opening.length ? last.rows : []);
+    ]);
+    const result = await fn(tx, opened.slice(opened.length - opening.length));
     if (!committed) await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
     throw err;
   } finally {
     client.release(broken);
@@ -98,17 +180,4 @@ export async function inTransaction<T>(
 export function sqlLiteral(value: string): string {
   if (value.includes('\u0000')) throw new Error('a SQL literal cannot hold NUL');
   return `'${value.replace(/'/g, "''")}'`;
-}
-
-/** `text` with its `$n` placeholders replaced by the literals of `params` (strings, numbers, null). */
-export function inlineParams(text: string, params: readonly (string | number | null)[]): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
-    const v = params[Number(n) - 1];
-    if (v === null) return 'NULL';
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw new Error('a SQL literal cannot be a non-finite number');
-      return String(v);
-    }
-    return sqlLiteral(v);
-  });
 }

@@ -39,7 +39,9 @@ describe('budget alert states (real PostgreSQL)', () => {
   const stored = (project: string, scopeKeys: string[]) =>
     prisma.transaction(
       async (_tx, opened) =>
-        statesOf(opened).sort((a, b) => a.scopeKey.localeCompare(b.scopeKey) || a.threshold - b.threshold),
+        statesOf(opened[opened.length - 1]).sort(
+          (a, b) => a.scopeKey.localeCompare(b.scopeKey) || a.threshold - b.threshold,
+        ),
       undefined,
       alertOpeningStatements(project, scopeKeys, scopeKeys),
     );

@@ -1,4 +1,4 @@
-import { inlineParams, sqlLiteral, type Sql, type TxSql } from '@tollgate/database';
+import { sqlLiteral, type Sql, type TxSql } from '@tollgate/database';
 import type { GuardFinding, LimitType, Window } from '@tollgate/contracts';
 import { eventRecord } from '../append-events/append-system-events.sql';
 import { scopeLockId } from '../check-guard/guard-batch.sql';
@@ -126,7 +126,7 @@ export async function commitAlertOutcome(
     projectId,
     JSON.stringify(events.map(eventRecord)),
   ];
-  const rows = await tx.commitWith<{ event_id: string }>(inlineParams(ALERT_OUTCOME_SQL, params));
+  const rows = await tx.commitWith<{ event_id: string }>({ text: ALERT_OUTCOME_SQL, params });
   return rows.map((r) => r.event_id);
 }
 

@@ -110,7 +110,7 @@ export class BudgetAlerts {
     return this.prisma.transaction(
       async (tx, opened) => {
         const { result, steps } = await write(tx);
-        await this.decide(tx, projectId, settings, statesOf(opened), steps, (changed, events, now) =>
+        await this.decide(tx, projectId, settings, statesOf(opened[opened.length - 1]), steps, (changed, events, now) =>
           commitAlertOutcome(tx, projectId, changed, events, now),
         );
         return result;

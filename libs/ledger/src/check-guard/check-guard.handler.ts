@@ -14,7 +14,8 @@ import { CheckGuard } from './check-guard.command';
 import { CoalescedReads } from './coalesced-reads';
 import { effectiveLimits, scopeKeysOf, shrinkOf } from './effective-limits';
 import {
-  writeGuardOutcome,
+  guardOutcomeStatement,
+  madeReservations,
   existingByStep,
   lockScopesStatements,
   readExistingReservations,
@@ -35,7 +36,7 @@ import {
 import { GroupCommit } from './group-commit';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { readScopeUsage, type UsageRequest } from './read-scope-usage.sql';
+import { readScopeUsage, usageRead, type UsageRequest } from './read-scope-usage.sql';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -236,25 +237,32 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   /**
-   * One group commit: lock every scope of the batch, read their usage once, decide each check in
-   * arrival order (each sees the reservations of those before it), write all reservations and
-   * events in one statement, commit. Every caller is answered after the commit, with what it made.
+   * One group commit, in two round trips: BEGIN with the locks of every scope of the batch, the
+   * reservations its steps already have, and the usage of those scopes, read once; then, after
+   * each check is decided in arrival order (each sees the reservations of those before it), all
+   * reservations and events in one statement, with COMMIT. Every caller is answered after the
+   * commit, with what it made.
    */
   private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
     const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
-    const opening = lockScopesStatements(
-      projectId,
-      keys,
-      checks.map((c) => c.request.stepId!),
-    );
+    // Each statement of the opening has its own snapshot, so the read sees whatever committed
+    // before the locks were ours. The window starts at `at`, taken before any wait for the locks:
+    // a wait makes it start earlier, never later, and has no upper edge (see readScopeUsage).
+    const at = this.clock.now();
+    guardUsageReads.inc();
+    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at);
+    const opening = [
+      ...lockScopesStatements(
+        projectId,
+        keys,
+        checks.map((c) => c.request.stepId!),
+      ),
+      read.statement,
+    ];
     return this.prisma.transaction(
       async (tx, opened) => {
-        const existing = existingByStep(opened);
-        const { at, usage } = await this.read(
-          tx,
-          projectId,
-          withLastHours(dedupe(checks.flatMap((c) => c.case.limits))),
-        );
+        const existing = existingByStep(opened[opened.length - 2]);
+        const usage = read.usage(opened[opened.length - 1]);
         const working = new Map(usage);
         const ctx = this.decisionContext(at);
         const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
@@ -281,14 +289,13 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
             denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })),
           );
         }
-        // A prepared statement (its plan cached per connection), then COMMIT: planning the statement
-        // with its values inlined cost more than the extra round trip (bench:guard, c=1).
-        const made = await writeGuardOutcome(
-          tx,
+        // Sent with COMMIT, on the plan the connection has cached for it.
+        const outcome = guardOutcomeStatement(
           projectId,
           decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
           decided.flatMap((d) => d.outcome.events),
         );
+        const made = outcome ? madeReservations(await tx.commitWith(outcome)) : new Set<string>();
         // A step reserved by another replica between our read and our insert keeps that
         // reservation (committed too, so it is read outside the transaction).
         const lost = decided

@@ -95,7 +95,7 @@ describe('guard batch statements (real PostgreSQL)', () => {
     expect(standard_conforming_strings).toBe('on');
     const seen = await inTransaction(
       prisma.pool,
-      async (_tx, opened) => existingByStep(opened),
+      async (_tx, opened) => existingByStep(opened[opened.length - 1]),
       5000,
       lockScopesStatements(project, ['resource:r1'], [tricky, 'other']),
     );

@@ -1,4 +1,4 @@
-import { sqlLiteral, type Sql } from '@tollgate/database';
+import { sqlLiteral, type Executable, type Sql } from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import { eventRecord } from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
@@ -69,20 +69,33 @@ export async function readExistingReservations(
 }
 
 /**
- * Writes what a group commit decided, in one statement: the reservations and what each holds per
- * scope (a step that already has one keeps it: the insert skips it, and so its holds and its
- * BudgetReserved event), then the events, each
- * claimed in `event_ids` like every event of the log. Returns the ids of the reservations made.
+ * What a group commit decided, as one statement: the reservations and what each holds per scope
+ * (a step that already has one keeps it: the insert skips it, and so its holds and its
+ * BudgetReserved event), then the events, each claimed in `event_ids` like every event of the
+ * log. Its rows are the ids of the reservations made (see {@link madeReservations}); null when
+ * there is nothing to write.
  */
+export function guardOutcomeStatement(
+  projectId: string,
+  reservations: readonly NewReservation[],
+  events: readonly SystemEvent[],
+): Executable | null {
+  if (!reservations.length && !events.length) return null;
+  return { text: OUTCOME_SQL, params: outcomeParams(projectId, reservations, events) };
+}
+
+/** The ids of the reservations an outcome statement made. */
+export const madeReservations = (rows: readonly Record<string, unknown>[]) => new Set(rows.map((r) => String(r.id)));
+
+/** {@link guardOutcomeStatement}, run now on `db`. */
 export async function writeGuardOutcome(
-  tx: Sql,
+  db: Sql,
   projectId: string,
   reservations: readonly NewReservation[],
   events: readonly SystemEvent[],
 ): Promise<Set<string>> {
-  if (!reservations.length && !events.length) return new Set();
-  const rows = await tx.query<{ id: string }>(OUTCOME_SQL, ...outcomeParams(projectId, reservations, events));
-  return new Set(rows.map((r) => r.id));
+  const statement = guardOutcomeStatement(projectId, reservations, events);
+  return statement ? madeReservations(await db.query(statement.text, ...statement.params)) : new Set();
 }
 
 const OUTCOME_SQL = `WITH rin AS (

@@ -1,5 +1,5 @@
 import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
-import type { Sql } from '@tollgate/database';
+import type { Executable, Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
@@ -101,6 +101,31 @@ export async function readScopeUsage(
   now: Date,
 ): Promise<Map<string, UsageTotals>> {
   if (!requests.length) return new Map();
+  const read = usageRead(projectId, requests, now);
+  return read.usage(await db.query(read.statement.text, ...read.statement.params));
+}
+
+interface UsageRow {
+  i: number;
+  cost_unit: string;
+  input_tokens: bigint;
+  output_tokens: bigint;
+  cost_micros: bigint;
+  unpriced_events: bigint;
+  r_cost: bigint;
+  r_in: bigint;
+  r_out: bigint;
+}
+
+/**
+ * {@link readScopeUsage} as a statement to send (with others, in one round trip) and what makes
+ * the usage of its rows.
+ */
+export function usageRead(
+  projectId: string,
+  requests: readonly UsageRequest[],
+  now: Date,
+): { statement: Executable; usage: (rows: readonly Record<string, unknown>[]) => Map<string, UsageTotals> } {
   const seg = {
     kind: [] as string[],
     scope: [] as string[],
@@ -161,30 +186,30 @@ export async function readScopeUsage(
       push(e.owner, 'e', e.r, e.from, e.to, b, e.to === Infinity ? `now\u001f${scope}:${e.r.scopeId}` : undefined);
     }
   }
-  const rows = await db.query<{
-    i: number;
-    cost_unit: string;
-    input_tokens: bigint;
-    output_tokens: bigint;
-    cost_micros: bigint;
-    unpriced_events: bigint;
-    r_cost: bigint;
-    r_in: bigint;
-    r_out: bigint;
-  }>(
-    usageSql(branches),
-    projectId,
-    owners.map((_, i) => i),
-    seg.kind,
-    seg.scope,
-    seg.id,
-    seg.t0,
-    seg.t1,
-    now,
-    lower.map(iso),
-    upper.map(iso),
-    seg.branch,
-  );
+  const statement: Executable = {
+    text: usageSql(branches),
+    params: [
+      projectId,
+      owners.map((_, i) => i),
+      seg.kind,
+      seg.scope,
+      seg.id,
+      seg.t0,
+      seg.t1,
+      now,
+      lower.map(iso),
+      upper.map(iso),
+      seg.branch,
+    ],
+  };
+  return { statement, usage: (rows) => totalsOf(requests, owners, rows as unknown as UsageRow[]) };
+}
+
+function totalsOf(
+  requests: readonly UsageRequest[],
+  owners: readonly number[][],
+  rows: readonly UsageRow[],
+): Map<string, UsageTotals> {
   const totals = requests.map(() => emptyUsage());
   for (const row of rows) {
     for (const owner of owners[row.i]) {

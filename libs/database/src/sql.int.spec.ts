@@ -1,0 +1,76 @@
+import { TEST_DATABASE_URL } from '../../../test/support/env';
+import { PrismaService } from './prisma.service';
+
+/**
+ * Statements with values sent inside a transaction's simple queries (its opening, its COMMIT):
+ * what goes in comes out, byte for byte, and each is prepared once per connection.
+ */
+describe('executable statements in a transaction (real PostgreSQL)', () => {
+  // One connection, so that every transaction below runs on the same one.
+  const prisma = new PrismaService(TEST_DATABASE_URL, 1);
+  afterAll(() => prisma.onModuleDestroy());
+
+  const ECHO = `SELECT $1::text AS t, $2::text[] AS a, $3::timestamptz[] AS ts, $4::bigint AS n, $5::int[] AS ints, $6::timestamptz AS at, $7::boolean AS b`;
+  const tricky = `it's "quoted" \\ back\\slash, {braces}, commas; NULL and ünïcødé 💸`;
+  const params = [
+    tricky,
+    [tricky, '', 'NULL', null, ',', '"', '\\', '}'],
+    ['2026-12-01T10:00:00.123Z', 'infinity', '-infinity'],
+    9_007_199_254_740_993n,
+    [1, -2, 3],
+    new Date('2026-12-01T10:00:00.456Z'),
+    true,
+  ] as const;
+
+  const prepared = async () =>
+    Number(
+      (await prisma.pool.query(`SELECT count(*) FROM pg_prepared_statements WHERE from_sql AND name LIKE 'tx\\_%'`))
+        .rows[0].count,
+    );
+
+  it('gives back every value as sent, in the opening and with COMMIT, prepared once per connection', async () => {
+    const before = await prepared();
+    const [opened, committed] = await prisma.transaction(
+      async (tx, rows) => [rows, await tx.commitWith({ text: ECHO, params })],
+      5_000,
+      ['SELECT 1 AS one', { text: ECHO, params }],
+    );
+    expect(opened[0]).toEqual([{ one: 1 }]);
+    for (const rows of [opened[1], committed]) {
+      expect(rows).toEqual([
+        {
+          t: tricky,
+          a: [tricky, '', 'NULL', null, ',', '"', '\\', '}'],
+          ts: [new Date('2026-12-01T10:00:00.123Z'), Infinity, -Infinity],
+          n: '9007199254740993',
+          ints: [1, -2, 3],
+          at: new Date('2026-12-01T10:00:00.456Z'),
+          b: true,
+        },
+      ]);
+    }
+    expect(await prepared()).toBe(before + 1);
+    // The next transaction on the connection runs it without preparing it again.
+    await prisma.transaction(async (tx) => tx.commitWith({ text: ECHO, params }));
+    expect(await prepared()).toBe(before + 1);
+  });
+
+  it('rolls back on a failure, and the connection goes on working', async () => {
+    await prisma.pool.query('CREATE TABLE IF NOT EXISTS sql_spec_rows (v text PRIMARY KEY)');
+    const INSERT = 'INSERT INTO sql_spec_rows (v) VALUES ($1) RETURNING v';
+    await expect(
+      prisma.transaction(async (tx) => {
+        await tx.query(INSERT, 'kept?');
+        return tx.commitWith({ text: 'SELECT 1 / $1::int AS x', params: [0] });
+      }),
+    ).rejects.toThrow(/division by zero/);
+    // A failure in the very query that prepared the statement: the connection is replaced.
+    await expect(
+      prisma.transaction(async () => undefined, 5_000, [{ text: 'SELECT 1 / $1::int AS y', params: [0] }]),
+    ).rejects.toThrow(/division by zero/);
+    const rows = await prisma.transaction(async (tx) => tx.commitWith({ text: INSERT, params: ['after'] }));
+    expect(rows).toEqual([{ v: 'after' }]);
+    expect((await prisma.pool.query('SELECT v FROM sql_spec_rows ORDER BY v')).rows).toEqual([{ v: 'after' }]);
+    await prisma.pool.query('DROP TABLE sql_spec_rows');
+  });
+});
