@@ -1,6 +1,11 @@
 import { sqlLiteral, type Sql, type TxSql } from '@tollgate/database';
 import type { GuardFinding, LimitType, Window } from '@tollgate/contracts';
-import { eventRecord } from '../append-events/append-system-events.sql';
+import {
+  claimEventIdsSql,
+  eventRecord,
+  eventRecordsSql,
+  logClaimedEventsSql,
+} from '../append-events/append-system-events.sql';
 import { scopeLockId } from '../check-guard/guard-batch.sql';
 import type { BudgetExhausted, BudgetThresholdCrossed } from '../events';
 import { alertEventPrefix, alertScopes, stateKey, type AlertKind, type AlertState } from './alert-decision';
@@ -92,22 +97,9 @@ const ALERT_OUTCOME_SQL = `WITH sin AS (SELECT * FROM jsonb_to_recordset($1::jso
               limit_value = excluded.limit_value, unit = excluded.unit, hysteresis = excluded.hysteresis, updated_at = now()
        RETURNING 1
      ),
-     ein AS (
-       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,
-         thread_id text, resource_id text, user_id text, organization_id text, session_id text, entity_type text, entity_name text,
-         reservation_id text, data jsonb)
-     ),
-     claimed AS (
-       INSERT INTO event_ids (project_id, event_id, occurred_at)
-       SELECT $2, event_id, occurred_at FROM ein ORDER BY event_id
-       ON CONFLICT DO NOTHING
-       RETURNING event_id
-     )
-     INSERT INTO events (project_id, event_id, type, occurred_at, trace_id, run_id, thread_id, resource_id, user_id, organization_id,
-                         session_id, entity_type, entity_name, reservation_id, data)
-     SELECT $2, e.event_id, e.type, e.occurred_at, e.trace_id, e.run_id, e.thread_id, e.resource_id, e.user_id, e.organization_id,
-            e.session_id, e.entity_type, e.entity_name, e.reservation_id, e.data
-       FROM ein e JOIN claimed USING (event_id)
+     ein AS (${eventRecordsSql('$3')}),
+     claimed AS (${claimEventIdsSql('ein', '$2')})
+     ${logClaimedEventsSql('ein', 'claimed', '$2')}
      RETURNING event_id`;
 
 /**

@@ -1,6 +1,11 @@
 import { sqlLiteral, type Executable, type Sql } from '@tollgate/database';
 import { createHash } from 'node:crypto';
-import { eventRecord } from '../append-events/append-system-events.sql';
+import {
+  claimEventIdsSql,
+  eventRecord,
+  eventRecordsSql,
+  logClaimedEventsSql,
+} from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
 import type { NewReservation } from './guard-decision';
 
@@ -116,26 +121,10 @@ const OUTCOME_SQL = `WITH rin AS (
          FROM rin JOIN made USING (id) CROSS JOIN LATERAL unnest(rin.scope_keys) AS k(scope_key)
        RETURNING 1
      ),
-     ein AS (
-       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(event_id text, type text, occurred_at timestamptz, trace_id text, run_id text,
-         thread_id text, resource_id text, user_id text, organization_id text, session_id text, entity_type text, entity_name text,
-         reservation_id text, data jsonb)
-     ),
+     ein AS (${eventRecordsSql('$3')}),
      kept AS (SELECT * FROM ein WHERE type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made)),
-     claimed AS (
-       INSERT INTO event_ids (project_id, event_id, occurred_at)
-       SELECT $2, event_id, occurred_at FROM kept ORDER BY event_id
-       ON CONFLICT DO NOTHING
-       RETURNING event_id
-     ),
-     logged AS (
-       INSERT INTO events (project_id, event_id, type, occurred_at, trace_id, run_id, thread_id, resource_id, user_id, organization_id,
-                           session_id, entity_type, entity_name, reservation_id, data)
-       SELECT $2, k.event_id, k.type, k.occurred_at, k.trace_id, k.run_id, k.thread_id, k.resource_id, k.user_id, k.organization_id,
-              k.session_id, k.entity_type, k.entity_name, k.reservation_id, k.data
-         FROM kept k JOIN claimed USING (event_id)
-       RETURNING 1
-     )
+     claimed AS (${claimEventIdsSql('kept', '$2')}),
+     logged AS (${logClaimedEventsSql('kept', 'claimed', '$2')} RETURNING 1)
      SELECT id FROM made`;
 
 function outcomeParams(
