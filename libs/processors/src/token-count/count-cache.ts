@@ -11,7 +11,7 @@
  * since it last reached the old end.
  */
 export class TokenCountCache {
-  private readonly entries = new Map<string, { version: string; tokens: number; used: boolean }>();
+  private readonly entries = new Map<string, { version: string | number; tokens: number; used: boolean }>();
   /**
    * @param maxEntries - Entries kept before the least recently used is evicted. The default holds a
    *   few long threads' histories in a few megabytes.
@@ -22,7 +22,7 @@ export class TokenCountCache {
   }
 
   /** The cached count for `id`, if it was made for this exact content `version`. */
-  get(id: string, version: string): number | undefined {
+  get(id: string, version: string | number): number | undefined {
     const entry = this.entries.get(id);
     if (entry === undefined || entry.version !== version) return undefined;
     entry.used = true;
@@ -30,13 +30,13 @@ export class TokenCountCache {
   }
 
   /** Stores the count for `id` at content `version`, evicting the least recently used entry when full. */
-  set(id: string, version: string, tokens: number): void {
+  set(id: string, version: string | number, tokens: number): void {
     this.entries.delete(id);
     this.entries.set(id, { version, tokens, used: false });
     while (this.entries.size > this.maxEntries) {
       const [oldest, entry] = this.entries.entries().next().value as [
         string,
-        { version: string; tokens: number; used: boolean },
+        { version: string | number; tokens: number; used: boolean },
       ];
       this.entries.delete(oldest);
       if (entry.used && oldest !== id) {

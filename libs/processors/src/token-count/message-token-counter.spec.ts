@@ -117,6 +117,29 @@ describe('MessageTokenCounter', () => {
     );
   });
 
+  it('recounts a message edited in place under the same id (same length, at its start, middle or end; a call turned into its result)', () => {
+    const counter = new MessageTokenCounter();
+    const id = uid();
+    const body = 'alpha beta gamma delta epsilon zeta eta theta iota kappa';
+    const message = text('user', body, id);
+    const part = message.content.parts[0] as { text: string };
+    counter.countMessage(message);
+    for (const edited of [
+      'ALPHA' + body.slice(5),
+      body.slice(0, 26) + 'XXXXX' + body.slice(31),
+      body.slice(0, -5) + 'KAPPA',
+      body + ' lambda',
+    ]) {
+      part.text = edited;
+      expect(counter.countMessage(message)).toBe(TOKENS_PER_MESSAGE + exact('user') + exact(edited));
+    }
+    const call = toolMessage('c1', 'search', { q: 'x' }, undefined, uid());
+    const before = counter.countMessage(call);
+    const invocation = (call.content.parts[0] as { toolInvocation: Record<string, unknown> }).toolInvocation;
+    Object.assign(invocation, { state: 'result', result: 'found it' });
+    expect(counter.countMessage(call)).toBe(before + TOKENS_PER_TOOL_RESULT + exact('found it'));
+  });
+
   it('re-encodes every time when the cache is disabled', () => {
     const counter = new MessageTokenCounter({ cache: false });
     const message = text('user', 'same text');
