@@ -122,7 +122,7 @@ describe('MessageTokenCounter', () => {
     const id = uid();
     const body = 'alpha beta gamma delta epsilon zeta eta theta iota kappa';
     const message = text('user', body, id);
-    const part = message.content.parts[0] as { text: string };
+    const part = message.content.parts![0] as { text: string };
     counter.countMessage(message);
     for (const edited of [
       'ALPHA' + body.slice(5),
@@ -135,7 +135,7 @@ describe('MessageTokenCounter', () => {
     }
     const call = toolMessage('c1', 'search', { q: 'x' }, undefined, uid());
     const before = counter.countMessage(call);
-    const invocation = (call.content.parts[0] as { toolInvocation: Record<string, unknown> }).toolInvocation;
+    const invocation = (call.content.parts![0] as { toolInvocation: Record<string, unknown> }).toolInvocation;
     Object.assign(invocation, { state: 'result', result: 'found it' });
     expect(counter.countMessage(call)).toBe(before + TOKENS_PER_TOOL_RESULT + exact('found it'));
   });
