@@ -39,6 +39,12 @@ export function createRedis(config: AppConfig, overrides: RedisOptions = {}): IO
     lazyConnect: overrides.lazyConnect,
     // Reconnect for ever (as the single-node client does); a failover is picked up from the slot map.
     clusterRetryStrategy: (times) => (retryStrategy ? (retryStrategy(times) as number) : Math.min(times * 200, 2000)),
+    // No CLUSTER INFO ready check: while a failover is under way cluster_state is `fail`, and a
+    // failed check makes ioredis reconnect inside connect(), dropping that call's promise for good.
+    // BullMQ's worker awaits connect() when it re-opens its blocking connection, so the exports
+    // worker stopped taking jobs after a master was killed (test/cluster). Commands sent while
+    // the cluster is down are retried (retryDelayOnClusterDown) instead.
+    enableReadyCheck: false,
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 300,
     retryDelayOnTryAgain: 200,
