@@ -7,14 +7,15 @@ const logger = new Logger('job-schedulers');
  * Upserts a BullMQ job scheduler now and again each time the queue's Redis connection becomes
  * ready. A Redis that restarts without its data (no persistence, a failover to an empty replica)
  * loses the schedulers; without this the exporters' tick and the periodic catch-up would stop
- * until the worker restarts (found by the Redis outage scenario of test/faults).
+ * until the worker restarts (found by the Redis outage scenario of test/faults). Returns the
+ * upsert, for a watchdog that finds the schedule late (WorkerWatchdog).
  */
 export async function keepJobScheduler(
   queue: Queue,
   id: string,
   repeat: Omit<RepeatOptions, 'key'>,
   template: { name: string; data: object; opts?: JobSchedulerTemplateOptions },
-): Promise<void> {
+): Promise<() => Promise<unknown>> {
   const upsert = () => queue.upsertJobScheduler(id, repeat, template);
   await upsert();
   const client = await queue.client;
@@ -25,4 +26,5 @@ export async function keepJobScheduler(
         logger.warn({ msg: 'could not upsert a job scheduler after Redis reconnect', id, error: err.message }),
     );
   });
+  return upsert;
 }

@@ -7,17 +7,20 @@ import { Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/pla
 import { Worker, type Job, type Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { keepJobScheduler } from '../job-schedulers';
+import { WorkerWatchdog } from '../worker-watchdog';
 
 /**
  * Routes the exports queue's jobs to the export pipeline. The BullMQ worker is built here rather
  * than with @Processor because its lock duration, concurrency and backoff strategy come from the
- * configuration: the lock bounds how long a crashed worker's batch waits to be taken over.
+ * configuration: the lock bounds how long a crashed worker's batch waits to be taken over, and
+ * because a watchdog replaces it when it stops taking jobs (see WorkerWatchdog).
  */
 @Injectable()
 export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('exports');
   private worker?: Worker;
   private connection?: ReturnType<typeof queueConnection>;
+  private watchdog?: WorkerWatchdog;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -42,12 +45,28 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
           `${sealed} exporter(s) have encrypted secrets but TOLLGATE_SECRET_KEY is not set: they pause with that reason at their next batch. Set the key and resume them.`,
         );
     }
-    await keepJobScheduler(
+    const upsert = await keepJobScheduler(
       this.queue,
       'exports.tick',
       { every: c.EXPORTS_TICK_MS },
       { name: 'exports.tick', data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
+    // The tick drains every exporter and gives any batch whose job is gone a new one: while it
+    // runs, every event after a checkpoint gets delivered, whatever Redis lost.
+    this.watchdog = new WorkerWatchdog({
+      queue: this.queue,
+      schedulerId: 'exports.tick',
+      everyMs: c.EXPORTS_TICK_MS,
+      upsert,
+      replace: () => this.replaceWorker(),
+      logger: this.logger,
+    });
+    this.startWorker();
+    this.watchdog.start();
+  }
+
+  private startWorker(): void {
+    const c = this.config.values;
     this.connection = queueConnection(c);
     this.worker = new Worker('exports', (job) => this.process(job), {
       connection: this.connection,
@@ -84,11 +103,21 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     );
   }
 
+  /** A new worker on a new connection; the stuck one is closed without waiting for it (it may never answer). */
+  private replaceWorker(): void {
+    const [worker, connection] = [this.worker, this.connection];
+    this.startWorker();
+    worker?.close(true).catch(() => undefined);
+    if (connection instanceof Cluster) connection.disconnect();
+  }
+
   process(job: Job): Promise<unknown> {
-    return this.handlers.route('exports', job);
+    const run = () => this.handlers.route('exports', job);
+    return this.watchdog ? this.watchdog.track(run) : run();
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.watchdog?.stop();
     await this.worker?.close();
     // A Cluster client given to BullMQ is ours to close.
     if (this.connection instanceof Cluster) this.connection.disconnect();
