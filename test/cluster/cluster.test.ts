@@ -1,4 +1,6 @@
+import { getQueueToken } from '@nestjs/bullmq';
 import { RedisClient } from '@tollgate/platform';
+import type { Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { startReceiver, startServiceWithWorker, webhookExporter, type Receiver } from '../exporters/support';
@@ -39,11 +41,14 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await limited?.close();
-    await svc?.close();
-    await receiver?.close();
-    cluster?.destroy();
-  });
+    // The cluster goes whatever happens to the rest: a close that hangs must not leave six redis-servers behind.
+    const closed = (async () => {
+      await limited?.close();
+      await svc?.close();
+      await receiver?.close();
+    })();
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 40_000).unref())]).finally(() => cluster?.destroy());
+  }, 60_000);
 
   const ingest = async (n: number, label: string) => {
     const events = Array.from({ length: n }, () =>
@@ -71,9 +76,51 @@ describe('BullMQ and the rate limiter on a Redis Cluster', () => {
       () => new Set(received().map((r) => r.id)).size === ingested.length,
       `the receiver to get all ${ingested.length} events`,
       60_000,
+    ).catch(withState);
+  /** What the queues and the exporter's state say when something did not arrive: for the failure message. */
+  const queueState = async () => {
+    const got = new Set(received().map((r) => r.id));
+    const missing = ingested.filter((id) => !got.has(id));
+    const json = (v: unknown) => JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? String(x) : x));
+    const exporter = await svc.prisma.$queryRawUnsafe<unknown[]>(
+      `SELECT status, checkpoint_tx, checkpoint_position, in_flight_batch, consecutive_failures, paused_reason FROM exporters WHERE project_id = $1`,
+      p.id,
     );
+    const batches = await svc.prisma.$queryRawUnsafe<unknown[]>(
+      `SELECT b.id, b.status, b.attempts, b.job_id, b.last_error FROM export_batches b
+         JOIN exporters e ON e.id = b.exporter_id WHERE e.project_id = $1`,
+      p.id,
+    );
+    const master = cluster.masterOf(Number(cluster.cli(cluster.masterOf(0), 'cluster', 'keyslot', tag)));
+    const queues = await Promise.all(
+      ['exports', 'projections'].map(async (name) => {
+        const queue = svc.app.get<Queue>(getQueueToken(name));
+        const jobs = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized', 'failed']);
+        const states = await Promise.all(jobs.map(async (j) => `${j.id} ${j.name} ${await j.getState()}`));
+        const schedulers = (await queue.getJobSchedulers()).map((s) => `${s.key} due ${s.next}`);
+        const dedup = cluster
+          .cli(master, 'keys', `{${tag}}:${name}:de:*`)
+          .split('\n')
+          .filter(Boolean)
+          .map((k) => `${k}=${cluster.cli(master, 'get', k)}`);
+        return `${name}: jobs ${states.join('; ') || 'none'}; schedulers ${schedulers.join('; ') || 'none'}; deduplication ${dedup.join('; ') || 'none'}`;
+      }),
+    );
+    return [
+      `now ${Date.now()}; missing at the receiver ${missing.length}: ${missing.join(' ')}`,
+      `exporter: ${json(exporter)}; batches: ${json(batches)}`,
+      ...queues,
+      `projector: ${json(await projectedLag())}`,
+      `receiver: ${receiver.requests.length} requests, statuses ${receiver.requests.map((r) => r.status).join(',')}`,
+    ].join('\n');
+  };
+  const withState = async (err: Error) => {
+    throw new Error(`${err.message}\n${await queueState()}`);
+  };
   const projectedAll = () =>
-    until(async () => (await projectedLag()).lag.events === 0, 'the projector to reach the log', 60_000);
+    until(async () => (await projectedLag()).lag.events === 0, 'the projector to reach the log', 60_000).catch(
+      withState,
+    );
   const rateLimited = async () => {
     const k = await createProject(limited.url);
     const statuses: number[] = [];
