@@ -29,6 +29,11 @@ export class TokenCountCache {
     return entry.tokens;
   }
 
+  /** Whether a count for `id` is held, at any content version. */
+  has(id: string): boolean {
+    return this.entries.has(id);
+  }
+
   /** Stores the count for `id` at content `version`, evicting the least recently used entry when full. */
   set(id: string, version: string | number, tokens: number): void {
     this.entries.delete(id);

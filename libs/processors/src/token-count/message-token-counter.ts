@@ -49,6 +49,7 @@ export interface PromptMessageShape {
 /** What the count cache holds for a message: its count, if cached, and its content version. */
 export interface CountLookup {
   tokens: number | undefined;
+  /** Undefined when not taken: no cache, no id, or nothing cached for the id. */
   version: number | undefined;
 }
 
@@ -134,9 +135,13 @@ export class MessageTokenCounter {
     return this.countKnown(message, this.lookup(message));
   }
 
-  /** The cached count of `message`, if any, without counting it; pass the result to {@link countKnown}. */
+  /**
+   * The cached count of `message`, if any, without counting it; pass the result to {@link countKnown}.
+   * A message whose id was never counted costs one map lookup: its content version is taken only
+   * when it is counted.
+   */
   lookup(message: MessageShape): CountLookup {
-    if (!this.cache || !message.id) return { tokens: undefined, version: undefined };
+    if (!this.cache || !message.id || !this.cache.has(message.id)) return { tokens: undefined, version: undefined };
     const version = this.contentVersion(message);
     return { tokens: this.cache.get(message.id, version), version };
   }
@@ -144,8 +149,8 @@ export class MessageTokenCounter {
   /** {@link countMessage} after a {@link lookup}: counts (and caches) only on a miss. */
   countKnown(message: MessageShape, known: CountLookup): number {
     if (known.tokens !== undefined) return known.tokens;
-    const version = known.version;
-    if (!this.cache || !message.id || version === undefined) return this.countUncached(message);
+    if (!this.cache || !message.id) return this.countUncached(message);
+    const version = known.version ?? this.contentVersion(message);
     const cached = this.cache.get(message.id, version);
     if (cached !== undefined) return cached;
     const tokens = this.countUncached(message);
