@@ -7,6 +7,6 @@ export { readEventsAfter, checkpointAfter, LOG_START } from './event-log-reader'
 export type { Checkpoint, LoggedEvent } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
 export { EVENT_SELECT, onStepsByTime } from './event-columns';
-export { inTransaction, sqlLiteral } from './sql';
+export { inOneTrip, inTransaction, sqlLiteral } from './sql';
 export type { Sql, TxSql, SqlValue, Executable, Statement } from './sql';
 export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';

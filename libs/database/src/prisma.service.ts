@@ -2,7 +2,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
-import { inTransaction, poolSql, type Sql, type Statement, type TxSql } from './sql';
+import { inOneTrip, inTransaction, poolSql, type Sql, type Statement, type TxSql } from './sql';
 
 /**
  * The one Prisma client of a process, on a pg pool we own so that pool usage can be reported
@@ -44,6 +44,11 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
     opening?: readonly Statement[],
   ): Promise<T> {
     return inTransaction(this.pool, fn, timeoutMs, opening);
+  }
+
+  /** Statements as one transaction in one round trip (see inOneTrip in sql.ts); the rows of each. */
+  oneTrip(statements: readonly Statement[], timeoutMs?: number): Promise<Record<string, unknown>[][]> {
+    return inOneTrip(this.pool, statements, timeoutMs);
   }
 
   async onModuleDestroy(): Promise<void> {

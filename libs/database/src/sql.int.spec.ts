@@ -73,4 +73,23 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
     expect((await prisma.pool.query('SELECT v FROM sql_spec_rows ORDER BY v')).rows).toEqual([{ v: 'after' }]);
     await prisma.pool.query('DROP TABLE sql_spec_rows');
   });
+
+  it('runs statements as one transaction in one round trip: settings stay local, a failure leaves nothing', async () => {
+    const rows = await prisma.oneTrip([
+      'SET LOCAL enable_seqscan = off',
+      { text: 'SELECT $1::int + 1 AS n, current_setting($2) AS seq', params: [41, 'enable_seqscan'] },
+    ]);
+    expect(rows).toEqual([[], [{ n: 42, seq: 'off' }]]);
+    expect((await prisma.pool.query('SHOW enable_seqscan')).rows).toEqual([{ enable_seqscan: 'on' }]);
+
+    await prisma.pool.query('CREATE TABLE IF NOT EXISTS sql_spec_trip (v text PRIMARY KEY)');
+    await expect(
+      prisma.oneTrip([
+        { text: 'INSERT INTO sql_spec_trip (v) VALUES ($1)', params: ['gone'] },
+        { text: 'SELECT 1 / $1::int', params: [0] },
+      ]),
+    ).rejects.toThrow(/division by zero/);
+    expect((await prisma.pool.query('SELECT count(*)::int AS n FROM sql_spec_trip')).rows).toEqual([{ n: 0 }]);
+    await prisma.pool.query('DROP TABLE sql_spec_trip');
+  });
 });

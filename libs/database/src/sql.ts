@@ -116,6 +116,35 @@ function simpleQuery(client: object, statements: readonly Statement[]) {
 }
 
 /**
+ * A function that runs statements on `client` in one round trip and gives the rows of each; a
+ * failure of a query that PREPAREd something marks the connection broken (a PREPARE outlives the
+ * failed query it was in, or not: which, is not known, so the connection is not reused).
+ */
+function roundTrips(client: PoolClient) {
+  const state: { broken?: Error } = {};
+  const run = async (statements: readonly Statement[]): Promise<Record<string, unknown>[][]> => {
+    const q = simpleQuery(client, statements);
+    let raw: unknown;
+    try {
+      raw = await client.query(q.text);
+    } catch (err) {
+      if (q.preparing.length) state.broken = err as Error;
+      throw err;
+    }
+    q.preparing.forEach((name) => q.known.add(name));
+    const all = (Array.isArray(raw) ? raw : [raw]) as { rows: Record<string, unknown>[] }[];
+    return q.results.map((i) => all[i].rows);
+  };
+  return { run, state };
+}
+
+const timeouts = (timeoutMs?: number): string[] => {
+  if (timeoutMs === undefined) return [];
+  const ms = Math.max(1, Math.floor(timeoutMs));
+  return [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`];
+};
+
+/**
  * Runs `fn` in one transaction on one pooled connection. `timeoutMs` bounds every lock wait and
  * every statement inside it, so a transaction never holds a connection forever behind a stuck
  * lock holder or a slow statement (it is then rolled back, and nothing of it remains).
@@ -129,23 +158,8 @@ export async function inTransaction<T>(
   opening: readonly Statement[] = [],
 ): Promise<T> {
   const client = await pool.connect();
-  let broken: Error | undefined;
+  const { run, state } = roundTrips(client);
   let committed = false;
-  /** Runs statements in one round trip; the rows of each. */
-  const run = async (statements: readonly Statement[]): Promise<Record<string, unknown>[][]> => {
-    const q = simpleQuery(client, statements);
-    let raw: unknown;
-    try {
-      raw = await client.query(q.text);
-    } catch (err) {
-      // A PREPARE outlives the failed query it was in, or not: the connection is not reused.
-      if (q.preparing.length) broken = err as Error;
-      throw err;
-    }
-    q.preparing.forEach((name) => q.known.add(name));
-    const all = (Array.isArray(raw) ? raw : [raw]) as { rows: Record<string, unknown>[] }[];
-    return q.results.map((i) => all[i].rows);
-  };
   const tx: TxSql = {
     ...poolSql(client),
     async commitWith<R>(statement: Statement): Promise<R[]> {
@@ -155,20 +169,38 @@ export async function inTransaction<T>(
     },
   };
   try {
-    const ms = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
-    const opened = await run([
-      'BEGIN',
-      ...(ms === undefined ? [] : [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`]),
-      ...opening,
-    ]);
+    const opened = await run(['BEGIN', ...timeouts(timeoutMs), ...opening]);
     const result = await fn(tx, opened.slice(opened.length - opening.length));
     if (!committed) await client.query('COMMIT');
     return result;
   } catch (err) {
-    if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    if (!state.broken) await client.query('ROLLBACK').catch((e: Error) => (state.broken = e));
     throw err;
   } finally {
-    client.release(broken);
+    client.release(state.broken);
+  }
+}
+
+/**
+ * Runs `statements` as one transaction in ONE round trip (BEGIN; …; COMMIT) and gives the rows of
+ * each: for statements that need transaction-local settings (`SET LOCAL`) but nothing in between.
+ */
+export async function inOneTrip(
+  pool: Pool,
+  statements: readonly Statement[],
+  timeoutMs?: number,
+): Promise<Record<string, unknown>[][]> {
+  const client = await pool.connect();
+  const { run, state } = roundTrips(client);
+  try {
+    const rows = await run(['BEGIN', ...timeouts(timeoutMs), ...statements, 'COMMIT']);
+    return rows.slice(rows.length - 1 - statements.length, rows.length - 1);
+  } catch (err) {
+    // The query stopped at the failure, inside the transaction it opened.
+    if (!state.broken) await client.query('ROLLBACK').catch((e: Error) => (state.broken = e));
+    throw err;
+  } finally {
+    client.release(state.broken);
   }
 }
 

@@ -36,7 +36,7 @@ import {
 import { GroupCommit } from './group-commit';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { readScopeUsage, usageRead, type UsageRequest } from './read-scope-usage.sql';
+import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -185,7 +185,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       '\u001f',
     );
     const { at, usage } = await withTimeout(
-      this.reads.run(key, () => this.read(this.prisma.sql, projectId, withLastHours(check.requests))),
+      this.reads.run(key, () => this.read(projectId, withLastHours(check.requests))),
       this.config.values.GUARD_TIMEOUT_MS,
     );
     const [outcome] = decideInOrder([check.case], new Map(usage), check.settings, this.decisionContext(at));
@@ -220,12 +220,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     };
   }
 
-  private async read(db: Sql, projectId: string, requests: UsageRequest[]): Promise<UsageRead> {
-    // The window ends when usage is read, after any wait for the scope's lock: a step event
-    // committed while this check queued is inside it (its reservation is settled by then).
+  private async read(projectId: string, requests: UsageRequest[]): Promise<UsageRead> {
     const at = this.clock.now();
     guardUsageReads.inc();
-    return { at, usage: await readScopeUsage(db, projectId, requests, at) };
+    return { at, usage: await guardRead(this.prisma, projectId, requests, at, this.config.values.GUARD_TIMEOUT_MS) };
   }
 
   private decisionContext(at: Date) {
@@ -257,12 +255,13 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         keys,
         checks.map((c) => c.request.stepId!),
       ),
-      read.statement,
+      ...read.statements,
     ];
     return this.prisma.transaction(
       async (tx, opened) => {
-        const existing = existingByStep(opened[opened.length - 2]);
-        const usage = read.usage(opened[opened.length - 1]);
+        const reading = opened.length - read.statements.length;
+        const existing = existingByStep(opened[reading - 1]);
+        const usage = read.usage(opened.slice(reading));
         const working = new Map(usage);
         const ctx = this.decisionContext(at);
         const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];

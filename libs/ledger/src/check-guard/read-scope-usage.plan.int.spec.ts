@@ -1,7 +1,7 @@
 import { applyMigrations, ensureDatabase, EventPartitions, migrationsDir, PrismaService } from '@tollgate/database';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
-import { readScopeUsage } from './read-scope-usage.sql';
+import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**
  * The guard reads the log's raw edges of a window on every check. The events the guard itself
@@ -118,5 +118,54 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
       outputTokens: 100 * row.n,
       costByUnit: { USD: 3000 * row.n },
     });
+  }, 60_000);
+
+  /**
+   * A connection plans the read once and keeps the plan. Planned while a table is nearly empty
+   * (a fresh deployment, a new month's partition, the open reservations of a quiet hour), a
+   * sequential scan looks cheapest; it must not stay the plan once the table has grown, or every
+   * check walks every open reservation of the project (autovacuum, which would re-plan it, may
+   * be off or late).
+   */
+  it('plans the read with its indexes even when planned on an empty table, in both check paths', async () => {
+    const one = new PrismaService(url.toString(), 1);
+    try {
+      await one.pool.query('DELETE FROM reservation_holds');
+      await one.pool.query('VACUUM ANALYZE reservation_holds');
+      const now = new Date();
+      const requests = [{ scope: 'resource' as const, scopeId: 'quiet', window: '24h' as const }];
+      // A reserving check reads in its transaction's opening (see CheckGuardHandler.commit).
+      const inTransaction = async () => {
+        const read = usageRead('p1', requests, now);
+        return one.transaction(
+          async (_tx, opened) => read.usage(opened.slice(opened.length - read.statements.length)),
+          5_000,
+          read.statements,
+        );
+      };
+      // The first checks on this connection plan it while there is no open reservation.
+      await guardRead(one, 'p1', requests, now);
+      await inTransaction();
+      await one.pool.query(
+        `INSERT INTO reservation_holds (project_id, scope_key, expires_at, reservation_id, cost_micros, cost_unit, input_tokens, output_tokens)
+         SELECT 'p1', 'resource:busy-' || (i % 500), now() + interval '10 minutes', 'rsv-' || i, 4500, 'USD', 1000, 200
+           FROM generate_series(1, 20000) AS i`,
+      );
+      const seqScans = async () => {
+        await one.pool.query('SELECT pg_stat_force_next_flush()');
+        const { rows } = await one.pool.query(
+          `SELECT seq_scan::int AS n FROM pg_stat_user_tables WHERE relname = 'reservation_holds'`,
+        );
+        return rows[0].n as number;
+      };
+      const before = await seqScans();
+      for (let i = 0; i < 5; i++) {
+        for (const usage of [await guardRead(one, 'p1', requests, now), await inTransaction()])
+          expect([...usage.values()][0].reservedInputTokens).toBe(0);
+      }
+      expect(await seqScans()).toBe(before);
+    } finally {
+      await one.onModuleDestroy();
+    }
   }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
-import type { Executable, Sql } from '@tollgate/database';
+import type { Executable, PrismaService, Sql, Statement } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
@@ -101,8 +101,9 @@ export async function readScopeUsage(
   now: Date,
 ): Promise<Map<string, UsageTotals>> {
   if (!requests.length) return new Map();
-  const read = usageRead(projectId, requests, now);
-  return read.usage(await db.query(read.statement.text, ...read.statement.params));
+  const { statements, usage } = usageRead(projectId, requests, now);
+  const read = statements[1] as Executable;
+  return usage([[], await db.query(read.text, ...read.params), []]);
 }
 
 interface UsageRow {
@@ -125,7 +126,7 @@ export function usageRead(
   projectId: string,
   requests: readonly UsageRequest[],
   now: Date,
-): { statement: Executable; usage: (rows: readonly Record<string, unknown>[]) => Map<string, UsageTotals> } {
+): { statements: Statement[]; usage: (rows: readonly Record<string, unknown>[][]) => Map<string, UsageTotals> } {
   const seg = {
     kind: [] as string[],
     scope: [] as string[],
@@ -202,7 +203,13 @@ export function usageRead(
       seg.branch,
     ],
   };
-  return { statement, usage: (rows) => totalsOf(requests, owners, rows as unknown as UsageRow[]) };
+  return {
+    // Planned without sequential scans: a connection keeps the plan it made first, and a table
+    // nearly empty then (no open reservation yet, a new month's partition) must not leave it
+    // scanning the whole table once the table has grown. The setting ends with the read.
+    statements: ['SET LOCAL enable_seqscan = off', statement, 'SET LOCAL enable_seqscan = on'],
+    usage: (rows) => totalsOf(requests, owners, rows[1] as unknown as UsageRow[]),
+  };
 }
 
 function totalsOf(
@@ -232,4 +239,20 @@ function totalsOf(
   }
   const keyOf = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.scope === 'run' ? null : r.window);
   return new Map(requests.map((r, i) => [keyOf(r), totals[i]]));
+}
+
+/**
+ * The guard's read outside a reserving check's transaction: {@link usageRead}'s statements as one
+ * transaction, in one round trip.
+ */
+export async function guardRead(
+  prisma: PrismaService,
+  projectId: string,
+  requests: readonly UsageRequest[],
+  now: Date,
+  timeoutMs?: number,
+): Promise<Map<string, UsageTotals>> {
+  if (!requests.length) return new Map();
+  const read = usageRead(projectId, requests, now);
+  return read.usage(await prisma.oneTrip(read.statements, timeoutMs));
 }
