@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { checkpointAfter, PrismaService, readEventsAfter, type Checkpoint, type LoggedEvent } from '@tollgate/database';
-import { foldRollups, type RollupCell } from './rollup-batch';
+import { checkpointAfter, PrismaService, readLogRowsAfter, type Checkpoint, type LogRow } from '@tollgate/database';
+import { foldRollups, ROLLUP_SELECT, type RollupCell } from './rollup-batch';
 import {
   deleteEmptyRollups,
   lockCheckpoint,
@@ -103,7 +103,7 @@ export class MetricsProjector {
    * Runs `work` in one transaction on one connection of the pool. The batch loop talks to the pg
    * driver directly rather than through Prisma's raw queries: reading 10,000 log rows through
    * Prisma's value conversion took twice as long, and this loop is the projection's throughput.
-   * The SQL is the same either way (SqlClient), and readEventsAfter is the commit-safe reader.
+   * The SQL is the same either way (SqlClient), and readLogRowsAfter is the commit-safe reader.
    */
   private async inTransaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T> {
     const client = await this.prisma.pool.connect();
@@ -130,13 +130,8 @@ export class MetricsProjector {
 
   /** The batch after `after`, read on a pooled connection of its own and folded as soon as it arrives. */
   private readAhead(after: Checkpoint, batchSize: number): ReadAhead {
-    // Straight to the pg pool, as in the transaction (Prisma's value conversion costs twice the read).
-    const pool = this.prisma.pool;
-    const db: SqlClient = {
-      $queryRawUnsafe: async <R>(sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rows as R,
-      $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rowCount ?? 0,
-    };
-    const batch = readEventsAfter(db as unknown as PrismaService, after, batchSize).then(async (events) => {
+    const db = poolSql(this.prisma);
+    const batch = readRollupRows(db, after, batchSize).then(async (events) => {
       const cells = foldRollups(events.map((e) => e.row));
       // New dimension tuples are inserted ahead too, committed on their own: a tuple is only ever
       // added (ON CONFLICT DO NOTHING, never deleted), and its events are in the log already, so a
@@ -166,36 +161,60 @@ export class MetricsProjector {
       prefetched && prefetched.after.tx === checkpoint.tx && prefetched.after.position === checkpoint.position
         ? await prefetched.batch.catch(() => null)
         : null;
-    const events = ready?.events ?? (await readEventsAfter(tx as unknown as PrismaService, checkpoint, batchSize));
+    const events = ready?.events ?? (await readRollupRows(tx, checkpoint, batchSize));
     if (events.length === 0) return { events: 0, newIds: new Map() };
     if (events.length === batchSize) next(checkpointAfter(checkpoint, events));
     const cells = ready?.cells ?? foldRollups(events.map((e) => e.row));
-    const fresh = await this.dimensionIdsFor(tx, cells);
-    const withIds = cells.map((cell) => ({
-      cell,
-      dimsId: (this.dimensionIds.get(dimKey(cell)) ?? fresh.get(dimKey(cell)))!,
-    }));
-    await upsertProjectRollups(
-      tx,
-      withIds.filter((c) => c.cell.cube !== 'scope'),
-    );
-    await upsertScopeRollups(
-      tx,
-      withIds.filter((c) => c.cell.cube === 'scope'),
-    );
-    await deleteEmptyRollups(tx, withIds);
+    const projectCells = cells.filter((c) => c.cube !== 'scope');
+    const scopeCells = cells.filter((c) => c.cube === 'scope');
+    // The project cubes' few tuples are nearly always known. Their upsert goes first, and while
+    // PostgreSQL runs it the scope tuples are resolved on another connection (new ones committed
+    // on their own, as the read-ahead does): two backends work at once instead of taking turns.
+    // A scope tuple that is also a project one (an event without scope ids) was resolved in this
+    // transaction: asked for again on another connection it would wait for this transaction's
+    // uncommitted insert, which waits for it. A pool too small to spare a connection beside this
+    // transaction and a read-ahead resolves them here, in turn.
+    const freshLow = await this.dimensionIdsFor(tx, projectCells);
+    const idOf = (cell: RollupCell, ids: Map<string, bigint>) => ids.get(dimKey(cell))!;
+    const project = projectCells.map((cell) => ({ cell, dimsId: idOf(cell, freshLow) }));
+    const projectWritten = upsertProjectRollups(tx, project);
+    // Awaited below; this only keeps an early failure from being an unhandled rejection meanwhile.
+    projectWritten.catch(() => undefined);
+    let fresh: Map<string, bigint>;
+    try {
+      const beside = this.prisma.poolSize >= 4 ? poolSql(this.prisma) : tx;
+      const freshScope = await this.dimensionIdsFor(beside, scopeCells, freshLow);
+      fresh = new Map([...freshLow, ...freshScope]);
+    } finally {
+      await projectWritten;
+    }
+    const scope = scopeCells.map((cell) => ({ cell, dimsId: idOf(cell, fresh) }));
+    await upsertScopeRollups(tx, scope);
+    await deleteEmptyRollups(tx, [...project, ...scope]);
     await saveCheckpoint(tx, ROLLUP_PROJECTION, checkpointAfter(checkpoint, events), events.length);
     return { events: events.length, newIds: fresh };
   }
 
-  private async dimensionIdsFor(tx: SqlClient, cells: RollupCell[]): Promise<Map<string, bigint>> {
+  /**
+   * The ids of the cells' tuples (but those in `known`): the cache's, taken now (a read-ahead
+   * may clear the cache meanwhile), and the others resolved, the new ones inserted.
+   */
+  private async dimensionIdsFor(
+    tx: SqlClient,
+    cells: RollupCell[],
+    known?: Map<string, bigint>,
+  ): Promise<Map<string, bigint>> {
+    const ids = new Map<string, bigint>();
     const missing = new Map<string, { projectId: string; key: string; values: (string | null)[] }>();
     for (const c of cells) {
       const k = dimKey(c);
-      if (!this.dimensionIds.has(k) && !missing.has(k))
-        missing.set(k, { projectId: c.projectId, key: c.dimsKey, values: c.dimsValues });
+      if (ids.has(k) || missing.has(k) || known?.has(k)) continue;
+      const cached = this.dimensionIds.get(k);
+      if (cached !== undefined) ids.set(k, cached);
+      else missing.set(k, { projectId: c.projectId, key: c.dimsKey, values: c.dimsValues });
     }
-    return resolveDimensionIds(tx, [...missing.values()]);
+    for (const [k, id] of await resolveDimensionIds(tx, [...missing.values()])) ids.set(k, id);
+    return ids;
   }
 
   private remember(ids: Map<string, bigint>): void {
@@ -203,6 +222,16 @@ export class MetricsProjector {
     for (const [k, v] of ids) this.dimensionIds.set(k, v);
   }
 }
+
+/** The log after `after`, commit-safe, in the columns the fold reads. */
+const readRollupRows = (db: SqlClient, after: Checkpoint, limit: number) =>
+  readLogRowsAfter(db as unknown as PrismaService, after, limit, ROLLUP_SELECT);
+
+/** Statements straight on the pg pool, each on its own connection (Prisma's value conversion costs twice the read). */
+const poolSql = (prisma: PrismaService): SqlClient => ({
+  $queryRawUnsafe: async <R>(sql: string, ...values: unknown[]) => (await prisma.pool.query(sql, values)).rows as R,
+  $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await prisma.pool.query(sql, values)).rowCount ?? 0,
+});
 
 const dimKey = (c: RollupCell) => `${c.projectId}\u001e${c.dimsKey}`;
 
@@ -214,5 +243,5 @@ const DEFAULT_BATCH = 20_000;
 
 interface ReadAhead {
   after: Checkpoint;
-  batch: Promise<{ events: LoggedEvent[]; cells: RollupCell[] }>;
+  batch: Promise<{ events: LogRow[]; cells: RollupCell[] }>;
 }

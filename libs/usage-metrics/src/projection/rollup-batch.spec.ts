@@ -1,4 +1,5 @@
-import { foldRollups } from './rollup-batch';
+import { EVENT_COLUMNS } from '@tollgate/database';
+import { foldRollups, ROLLUP_SELECT } from './rollup-batch';
 
 const row = (over: Record<string, unknown>) => ({
   type: 'StepUsageRecorded',
@@ -151,5 +152,35 @@ describe('foldRollups with corrections (StepRepriced)', () => {
       ['EUR', -1, '-1000', -2000n, -1, true],
       ['USD', 1, '1000', 2500n, 1, false],
     ]);
+  });
+});
+
+describe('ROLLUP_SELECT (the columns the projector reads)', () => {
+  const selected = ROLLUP_SELECT.split(', ').map((c) => c.split(' AS ').pop()!);
+  // Every column of the log set, none zero or null: a column the fold reads but the projector
+  // does not select would change some cell here.
+  const full = (over: Record<string, unknown>) =>
+    Object.fromEntries(
+      EVENT_COLUMNS.map((c, i) => [
+        c,
+        over[c] ??
+          (c.endsWith('_tokens') || c.endsWith('_micros') || c === 'duration_ms' ? String(100 + 7 * i) : `${c}-x`),
+      ]),
+    );
+  const only = (r: Record<string, unknown>) => Object.fromEntries(selected.map((c) => [c, r[c]]));
+  const fields = (cells: ReturnType<typeof foldRollups>) =>
+    cells.map((c) => [c.cube, c.name, c.dimsKey, c.count, c.sum.toString(), c.min, c.max, c.costMicros, c.costCount]);
+
+  it('gives the fold everything it reads: the same cells from the selected columns as from the whole row', () => {
+    const step = full({ type: 'StepUsageRecorded', occurred_at: new Date('2026-03-04T10:15:30.250Z') });
+    const correction = full({
+      type: 'StepRepriced',
+      occurred_at: new Date('2026-03-04T10:15:30.250Z'),
+      data: { old: { costUnit: 'EUR', inputCostMicros: 1, outputCostMicros: 2 } },
+    });
+    const rows = [step, correction];
+    expect(fields(foldRollups(rows)).length).toBeGreaterThan(40);
+    expect(fields(foldRollups(rows.map(only)))).toEqual(fields(foldRollups(rows)));
+    expect(selected).toEqual(expect.arrayContaining(['tx', 'position', 'data']));
   });
 });
