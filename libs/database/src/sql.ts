@@ -145,6 +145,16 @@ const timeouts = (timeoutMs?: number): string[] => {
 };
 
 /**
+ * `statements` of a transaction planned without sequential scans, the setting restored after
+ * them: for statements prepared once per connection (their plan kept for its life) on tables that
+ * may be nearly empty when the plan is made — a new deployment, a new month's partition, a quiet
+ * hour's open reservations — and must not be scanned whole once they have grown.
+ */
+export function withIndexPlans(statements: readonly Statement[]): Statement[] {
+  return ['SET LOCAL enable_seqscan = off', ...statements, 'SET LOCAL enable_seqscan = on'];
+}
+
+/**
  * Runs `fn` in one transaction on one pooled connection. `timeoutMs` bounds every lock wait and
  * every statement inside it, so a transaction never holds a connection forever behind a stuck
  * lock holder or a slow statement (it is then rolled back, and nothing of it remains).

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
-import { EventPartitions, PrismaService, type Sql } from '@tollgate/database';
+import { EventPartitions, PrismaService, withIndexPlans } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
 import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/telemetry/metrics';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
@@ -249,19 +249,20 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const at = this.clock.now();
     guardUsageReads.inc();
     const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at);
-    const opening = [
+    // Both the locks' statements and the read run on plans the connection keeps.
+    const opening = withIndexPlans([
       ...lockScopesStatements(
         projectId,
         keys,
         checks.map((c) => c.request.stepId!),
       ),
-      ...read.statements,
-    ];
+      read.statement,
+    ]);
     return this.prisma.transaction(
       async (tx, opened) => {
-        const reading = opened.length - read.statements.length;
-        const existing = existingByStep(opened[reading - 1]);
-        const usage = read.usage(opened.slice(reading));
+        // [off, locks?, existing, read, on]
+        const existing = existingByStep(opened[opened.length - 3]);
+        const usage = read.usage(opened[opened.length - 2]);
         const working = new Map(usage);
         const ctx = this.decisionContext(at);
         const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];

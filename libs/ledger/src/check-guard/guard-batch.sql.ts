@@ -1,4 +1,4 @@
-import { sqlLiteral, type Executable, type Sql } from '@tollgate/database';
+import type { Executable, Sql } from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import {
   claimEventIdsSql,
@@ -29,29 +29,30 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
   return createHash('sha256').update(`${projectId}\u001f${scopeKey}`).digest().readBigInt64BE(0);
 }
 
+/** Takes the advisory locks of its array, in the array's order. */
+const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigint[]) AS l(id)';
+
+const EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
+  FROM reservations WHERE project_id = $1 AND step_id = ANY($2::text[])`;
+
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
  * two transactions never wait on each other crosswise; held to the end of the transaction, so they
  * hold across API replicas), then read the reservations the steps already have (retried checks).
  * Each statement of a simple query has its own snapshot: the read sees whatever committed before
  * the locks were ours. The usage read comes next, in its own statement, for the same reason.
+ * Both run on plans the connection keeps (see withIndexPlans).
  */
 export function lockScopesStatements(
   projectId: string,
   scopeKeys: readonly string[],
   stepIds: readonly string[],
-): string[] {
+): Executable[] {
   const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) =>
     a < b ? -1 : a > b ? 1 : 0,
   );
-  const locks = ids.length ? [`SELECT ${ids.map((id) => `pg_advisory_xact_lock(${id})`).join(', ')}`] : [];
-  return [...locks, existingReservationsStatement(projectId, stepIds)];
-}
-
-function existingReservationsStatement(projectId: string, stepIds: readonly string[]): string {
-  const steps = stepIds.length ? stepIds.map(sqlLiteral).join(', ') : 'NULL';
-  return `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
-            FROM reservations WHERE project_id = ${sqlLiteral(projectId)} AND step_id IN (${steps})`;
+  const locks = ids.length ? [{ text: LOCKS_SQL, params: [ids.map(String)] }] : [];
+  return [...locks, { text: EXISTING_SQL, params: [projectId, [...stepIds]] }];
 }
 
 /** The rows of {@link lockScopesStatements}' last statement, by step id. */
@@ -70,7 +71,7 @@ export async function readExistingReservations(
   projectId: string,
   stepIds: readonly string[],
 ): Promise<Map<string, ExistingReservation>> {
-  return existingByStep(await tx.query(existingReservationsStatement(projectId, stepIds)));
+  return existingByStep(await tx.query(EXISTING_SQL, projectId, stepIds));
 }
 
 /**

@@ -1,6 +1,14 @@
-import { applyMigrations, ensureDatabase, EventPartitions, migrationsDir, PrismaService } from '@tollgate/database';
+import {
+  applyMigrations,
+  ensureDatabase,
+  EventPartitions,
+  migrationsDir,
+  PrismaService,
+  withIndexPlans,
+} from '@tollgate/database';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { lockScopesStatements } from './guard-batch.sql';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**
@@ -131,16 +139,18 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     const one = new PrismaService(url.toString(), 1);
     try {
       await one.pool.query('DELETE FROM reservation_holds');
-      await one.pool.query('VACUUM ANALYZE reservation_holds');
+      await one.pool.query('DELETE FROM reservations');
+      await one.pool.query('VACUUM ANALYZE reservation_holds, reservations');
       const now = new Date();
       const requests = [{ scope: 'resource' as const, scopeId: 'quiet', window: '24h' as const }];
-      // A reserving check reads in its transaction's opening (see CheckGuardHandler.commit).
+      // A reserving check reads in its transaction's opening, after its locks and its steps'
+      // reservations (see CheckGuardHandler.commit).
       const inTransaction = async () => {
         const read = usageRead('p1', requests, now);
         return one.transaction(
-          async (_tx, opened) => read.usage(opened.slice(opened.length - read.statements.length)),
+          async (_tx, opened) => read.usage(opened[3]),
           5_000,
-          read.statements,
+          withIndexPlans([...lockScopesStatements('p1', ['resource:quiet'], ['step-quiet']), read.statement]),
         );
       };
       // The first checks on this connection plan it while there is no open reservation.
@@ -151,10 +161,17 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
          SELECT 'p1', 'resource:busy-' || (i % 500), now() + interval '10 minutes', 'rsv-' || i, 4500, 'USD', 1000, 200
            FROM generate_series(1, 20000) AS i`,
       );
+      await one.pool.query(
+        `INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens,
+                                   estimated_input_tokens, provider, model, created_at, expires_at)
+         SELECT 'rsv-' || i, 'p1', 'step-' || i, ARRAY['resource:busy-' || (i % 500)], ARRAY['resource:busy-' || (i % 500)], 4500, 'USD',
+                1000, 200, 1000, 'openai', 'gpt-4o', now(), now() + interval '10 minutes'
+           FROM generate_series(1, 20000) AS i`,
+      );
       const seqScans = async () => {
         await one.pool.query('SELECT pg_stat_force_next_flush()');
         const { rows } = await one.pool.query(
-          `SELECT seq_scan::int AS n FROM pg_stat_user_tables WHERE relname = 'reservation_holds'`,
+          `SELECT sum(seq_scan)::int AS n FROM pg_stat_user_tables WHERE relname IN ('reservation_holds', 'reservations')`,
         );
         return rows[0].n as number;
       };

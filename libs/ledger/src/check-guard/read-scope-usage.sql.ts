@@ -1,5 +1,5 @@
 import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
-import type { Executable, PrismaService, Sql, Statement } from '@tollgate/database';
+import { withIndexPlans, type Executable, type PrismaService, type Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
@@ -101,9 +101,8 @@ export async function readScopeUsage(
   now: Date,
 ): Promise<Map<string, UsageTotals>> {
   if (!requests.length) return new Map();
-  const { statements, usage } = usageRead(projectId, requests, now);
-  const read = statements[1] as Executable;
-  return usage([[], await db.query(read.text, ...read.params), []]);
+  const { statement, usage } = usageRead(projectId, requests, now);
+  return usage(await db.query(statement.text, ...statement.params));
 }
 
 interface UsageRow {
@@ -126,7 +125,7 @@ export function usageRead(
   projectId: string,
   requests: readonly UsageRequest[],
   now: Date,
-): { statements: Statement[]; usage: (rows: readonly Record<string, unknown>[][]) => Map<string, UsageTotals> } {
+): { statement: Executable; usage: (rows: readonly Record<string, unknown>[]) => Map<string, UsageTotals> } {
   const seg = {
     kind: [] as string[],
     scope: [] as string[],
@@ -203,13 +202,7 @@ export function usageRead(
       seg.branch,
     ],
   };
-  return {
-    // Planned without sequential scans: a connection keeps the plan it made first, and a table
-    // nearly empty then (no open reservation yet, a new month's partition) must not leave it
-    // scanning the whole table once the table has grown. The setting ends with the read.
-    statements: ['SET LOCAL enable_seqscan = off', statement, 'SET LOCAL enable_seqscan = on'],
-    usage: (rows) => totalsOf(requests, owners, rows[1] as unknown as UsageRow[]),
-  };
+  return { statement, usage: (rows) => totalsOf(requests, owners, rows as unknown as UsageRow[]) };
 }
 
 function totalsOf(
@@ -242,8 +235,8 @@ function totalsOf(
 }
 
 /**
- * The guard's read outside a reserving check's transaction: {@link usageRead}'s statements as one
- * transaction, in one round trip.
+ * The guard's read outside a reserving check's transaction: one transaction in one round trip,
+ * planned with its indexes whatever the tables held when the connection first planned it.
  */
 export async function guardRead(
   prisma: PrismaService,
@@ -254,5 +247,6 @@ export async function guardRead(
 ): Promise<Map<string, UsageTotals>> {
   if (!requests.length) return new Map();
   const read = usageRead(projectId, requests, now);
-  return read.usage(await prisma.oneTrip(read.statements, timeoutMs));
+  const [, rows] = await prisma.oneTrip(withIndexPlans([read.statement]), timeoutMs);
+  return read.usage(rows);
 }
