@@ -49,9 +49,7 @@ export async function readCounterBounds(
     const plan = planWindow(r.window, now.getTime());
     if (plan.days) push(i, 'd', r, plan.days.from, plan.days.to);
     for (const h of plan.hours) push(i, 'h', r, h.from, h.to);
-    const current = plan.raw[plan.raw.length - 1];
-    push(i, 'h', r, current.from, Infinity);
-    if (plan.raw.length > 1) push(i, 'h', r, plan.raw[0].to - HOUR, plan.raw[0].to, true);
+    if (plan.raw.length) push(i, 'h', r, plan.raw[0].to - HOUR, plan.raw[0].to, true);
   });
   const lower = new Map<string, UsageTotals>();
   const upper = new Map<string, UsageTotals>();

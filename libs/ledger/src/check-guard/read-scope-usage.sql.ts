@@ -12,9 +12,9 @@ export interface UsageRequest {
 }
 
 /**
- * How many raw-edge branches a windowed scope may have besides its current edge: its window starts
- * of up to this many windows each read only their own partition; more share the last branch,
- * whose bounds span them.
+ * How many raw-edge branches a windowed scope may have: the partial first hours of up to this
+ * many windows each read only their own partition; more share the last branch, whose bounds span
+ * them. (The hours from the current one on come from the counters: see planWindow.)
  */
 export const START_EDGE_BRANCHES = 3;
 
@@ -91,8 +91,9 @@ const iso = (ms: number) =>
  * while we read is counted once — as the event or as the reservation — never zero times or twice.
  * The window has no upper edge: a committed step counts from its commit on, even when its
  * occurredAt (a client's clock running fast) is after now; it ages out by its own occurredAt.
- * What every window of a scope shares — the current partial hour, the open reservations — is read
- * once and counted in each.
+ * What every window of a scope shares — the hours from the current one on, the open reservations
+ * — is read once and counted in each. Only a window's partial first hour is read from the log, so
+ * a read costs the same however many steps the scope makes an hour.
  */
 export async function readScopeUsage(
   db: Sql,
@@ -156,34 +157,34 @@ export function usageRead(
     } else {
       const plan = planWindow(r.window, now.getTime());
       if (plan.days) push(owner, 'd', r, plan.days.from, plan.days.to);
-      for (const h of plan.hours) push(owner, 'h', r, h.from, h.to);
+      // The hours from the current one on are the same in every window of the scope.
+      for (const h of plan.hours)
+        push(owner, 'h', r, h.from, h.to, 0, h.to === Infinity ? `now\u001f${r.scope}:${r.scopeId}` : undefined);
       for (const edge of plan.raw) edges.push({ owner, r, ...edge });
     }
     // An open reservation holds budget in every window of every scope it names, until it expires.
     if (r.holds !== false) push(owner, 'x', r, -Infinity, Infinity, 0, `x\u001f${r.scope}:${r.scopeId}`);
   });
-  // The raw branches, per scope in a fixed order: the current partial hour (the same in every
-  // window, read once per scope id), then the window starts, oldest first, one branch each until
-  // the last branch takes the rest.
+  // The raw branches, per scope in a fixed order: the window starts, oldest first, one branch
+  // each until the last branch takes the rest.
   const branches: Exclude<Scope, 'run'>[] = [];
   const lower: number[] = [];
   const upper: number[] = [];
   for (const scope of WINDOWED_SCOPES) {
     const mine = edges.filter((e) => e.r.scope === scope);
     if (!mine.length) continue;
-    const starts = [...new Set(mine.filter((e) => e.to !== Infinity).map((e) => e.from))].sort((a, b) => a - b);
+    const starts = [...new Set(mine.map((e) => e.from))].sort((a, b) => a - b);
     const first = branches.length + 1;
-    const used = 1 + Math.min(starts.length, START_EDGE_BRANCHES);
-    for (let k = 0; k < used; k++) {
+    for (let k = 0; k < Math.min(starts.length, START_EDGE_BRANCHES); k++) {
       branches.push(scope);
       lower.push(Infinity);
       upper.push(-Infinity);
     }
     for (const e of mine) {
-      const b = e.to === Infinity ? first : first + 1 + Math.min(starts.indexOf(e.from), START_EDGE_BRANCHES - 1);
+      const b = first + Math.min(starts.indexOf(e.from), START_EDGE_BRANCHES - 1);
       lower[b - 1] = Math.min(lower[b - 1], e.from);
       upper[b - 1] = Math.max(upper[b - 1], e.to);
-      push(e.owner, 'e', e.r, e.from, e.to, b, e.to === Infinity ? `now\u001f${scope}:${e.r.scopeId}` : undefined);
+      push(e.owner, 'e', e.r, e.from, e.to, b);
     }
   }
   const statement: Executable = {

@@ -20,13 +20,12 @@ function coverage(plan: WindowPlan): number {
 describe('planWindow', () => {
   it('splits 7 days into raw edges, whole hours and whole days', () => {
     const plan = planWindow('7d', t('2026-06-10T12:34:56.789Z'));
-    expect(plan.raw).toEqual([
-      { from: t('2026-06-03T12:34:56.789Z'), to: t('2026-06-03T13:00:00Z') },
-      { from: t('2026-06-10T12:00:00Z'), to: Infinity },
-    ]);
+    expect(plan.raw).toEqual([{ from: t('2026-06-03T12:34:56.789Z'), to: t('2026-06-03T13:00:00Z') }]);
     expect(plan.hours).toEqual([
       { from: t('2026-06-03T13:00:00Z'), to: t('2026-06-04T00:00:00Z') },
       { from: t('2026-06-10T00:00:00Z'), to: t('2026-06-10T12:00:00Z') },
+      // The current hour and any after it, from the counters: exact the moment a step commits.
+      { from: t('2026-06-10T12:00:00Z'), to: Infinity },
     ]);
     expect(plan.days).toEqual({ from: t('2026-06-04T00:00:00Z'), to: t('2026-06-10T00:00:00Z') });
     coverage(plan);
@@ -35,7 +34,11 @@ describe('planWindow', () => {
   it('uses hours only for windows shorter than a whole day', () => {
     const plan = planWindow('6h', t('2026-06-10T12:00:00.000Z'));
     expect(plan.days).toBeNull();
-    expect(plan.raw).toEqual([{ from: t('2026-06-10T12:00:00Z'), to: Infinity }]);
+    expect(plan.raw).toEqual([]);
+    expect(plan.hours).toEqual([
+      { from: t('2026-06-10T06:00:00Z'), to: t('2026-06-10T12:00:00Z') },
+      { from: t('2026-06-10T12:00:00Z'), to: Infinity },
+    ]);
     coverage(plan);
   });
 
@@ -43,7 +46,7 @@ describe('planWindow', () => {
     const now = t('2026-06-10T12:58:00Z');
     const ahead = t('2026-06-10T13:02:00Z'); // 4 minutes ahead, in the next hour
     const plan = planWindow('1h', now);
-    expect(plan.raw.some((r) => r.from <= ahead && ahead < r.to)).toBe(true);
+    expect(plan.hours.some((r) => r.from <= ahead && ahead < r.to)).toBe(true);
   });
 
   it.each(Object.keys(WINDOW_MS) as (keyof typeof WINDOW_MS)[])('covers the %s window exactly, at any instant', (w) => {

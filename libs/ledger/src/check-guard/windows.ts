@@ -13,14 +13,15 @@ export interface Range {
 }
 
 /**
- * How a rolling window [now − w, now] is summed exactly: whole days and whole hours from the
- * counters, and the partial hours at both ends from the log itself. Every instant of the window is
- * in exactly one part; no instant before it is in any. The last part has no end (`to` is Infinity):
- * a committed step dated after now (a fast client clock, inside the accepted skew) still counts.
+ * How a rolling window [now − w, …) is summed exactly: whole days and whole hours from the
+ * counters, and the partial hour at its start from the log itself. Every instant of the window is
+ * in exactly one part; no instant before it is in any. The window has no end: its last part, the
+ * hour counters from the current hour on (`to` is Infinity), holds every committed step of the
+ * current hour and any dated after it (a fast client clock, inside the accepted skew) — the
+ * counters of an hour are exact the moment a step commits, so no hour at the end is read raw.
  */
 export interface WindowPlan {
   start: number;
-  end: number;
   days: Range | null;
   hours: Range[];
   raw: Range[];
@@ -29,7 +30,7 @@ export interface WindowPlan {
 export function planWindow(window: Window, now: number): WindowPlan {
   const start = now - WINDOW_MS[window];
   const hs = ceilTo(start, HOUR); // first whole hour
-  const he = floorTo(now, HOUR); // start of the current, partial hour
+  const he = floorTo(now, HOUR); // start of the current hour
   const ds = ceilTo(hs, DAY);
   const de = floorTo(he, DAY);
   const hours: Range[] = [];
@@ -41,9 +42,8 @@ export function planWindow(window: Window, now: number): WindowPlan {
   } else if (hs < he) {
     hours.push({ from: hs, to: he });
   }
-  const raw: Range[] = [];
-  if (start < hs) raw.push({ from: start, to: hs });
   // Open-ended: a step committed with an occurredAt ahead of our clock counts from its commit on.
-  raw.push({ from: he, to: Infinity });
-  return { start, end: now, days, hours, raw };
+  hours.push({ from: he, to: Infinity });
+  const raw: Range[] = start < hs ? [{ from: start, to: hs }] : [];
+  return { start, days, hours, raw };
 }
