@@ -29,8 +29,12 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
       // statements (Prisma's, the metric queries) are always planned with their values.
       options: '-c plan_cache_mode=force_generic_plan',
     });
-    // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
+    // A client losing its connection (PostgreSQL restarted) must not crash the process: an idle one
+    // reports it to the pool; a checked-out one between two queries (a transaction's work, a read
+    // overlapping a write) has no listener but this one. Its next query fails, and a released
+    // client whose connection ended is dropped by the pool.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     super({ adapter: new PrismaPg(pool) });
     this.poolSize = poolSize;
     this.pool = pool;

@@ -92,4 +92,29 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
     expect((await prisma.pool.query('SELECT count(*)::int AS n FROM sql_spec_trip')).rows).toEqual([{ n: 0 }]);
     await prisma.pool.query('DROP TABLE sql_spec_trip');
   });
+
+  it('survives a checked-out connection ending between its queries (PostgreSQL restarted), and goes on', async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    // Jest keeps its own handler; ours records what would have crashed a service process.
+    const listeners = process.listeners('uncaughtException');
+    process.removeAllListeners('uncaughtException');
+    process.on('uncaughtException', onUncaught);
+    const other = new PrismaService(TEST_DATABASE_URL, 1);
+    try {
+      const client = await prisma.pool.connect();
+      const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+      // Between two queries of a transaction's work: what an administrator's shutdown does to it.
+      await other.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      await new Promise((r) => setTimeout(r, 200));
+      await expect(client.query('SELECT 1')).rejects.toThrow();
+      client.release();
+      expect(uncaught).toEqual([]);
+      expect((await prisma.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      for (const l of listeners) process.on('uncaughtException', l);
+      await other.onModuleDestroy();
+    }
+  });
 });
