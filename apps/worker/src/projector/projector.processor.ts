@@ -1,10 +1,11 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/usage-metrics';
-import { addJob, Config, JobHandlers } from '@tollgate/platform';
-import type { Queue } from 'bullmq';
+import { addJob, Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/platform';
+import { Worker, type Job, type Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
 import { keepJobScheduler } from '../job-schedulers';
-import { WatchedWorker } from '../worker-watchdog';
+import { WorkerWatchdog } from '../worker-watchdog';
 
 /** A job runs at most this long, then hands the rest to a fresh job (other queues get a turn). */
 const SLICE_MS = 20_000;
@@ -20,7 +21,9 @@ const SCHEDULE_MS = 5_000;
 @Injectable()
 export class ProjectorProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('metrics-projector');
-  private worker?: WatchedWorker;
+  private worker?: Worker;
+  private connection?: ReturnType<typeof queueConnection>;
+  private watchdog?: WorkerWatchdog;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -38,21 +41,51 @@ export class ProjectorProcessor implements OnApplicationBootstrap, OnModuleDestr
       { every: SCHEDULE_MS },
       { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
-    this.worker = new WatchedWorker({
+    this.watchdog = new WorkerWatchdog({
       queue: this.queue,
       schedulerId: CATCH_UP_JOB,
       everyMs: SCHEDULE_MS,
       upsert,
-      config: this.config.values,
+      replace: () => this.replaceWorker(),
       logger: this.logger,
-      process: (job) => this.handlers.route('projections', job),
-      worker: { concurrency: 1 },
     });
-    this.worker.start();
+    this.startWorker();
+    this.watchdog.start();
+  }
+
+  private startWorker(): void {
+    this.connection = queueConnection(this.config.values);
+    this.worker = new Worker('projections', (job) => this.process(job), {
+      connection: this.connection,
+      prefix: this.config.values.QUEUE_PREFIX,
+      concurrency: 1,
+    });
+    this.worker.on(
+      'error',
+      (err) =>
+        redisOutage.failed(err, 'worker projections') ||
+        this.logger.warn({ msg: 'projections worker error', error: err.message }),
+    );
+  }
+
+  /** A new worker on a new connection; the stuck one is closed without waiting for it (it may never answer). */
+  private replaceWorker(): void {
+    const [worker, connection] = [this.worker, this.connection];
+    this.startWorker();
+    worker?.close(true).catch(() => undefined);
+    if (connection instanceof Cluster) connection.disconnect();
+  }
+
+  process(job: Job): Promise<unknown> {
+    const run = () => this.handlers.route('projections', job);
+    return this.watchdog ? this.watchdog.track(run) : run();
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.watchdog?.stop();
     await this.worker?.close();
+    // A Cluster client given to BullMQ is ours to close.
+    if (this.connection instanceof Cluster) this.connection.disconnect();
   }
 
   private async catchUp() {
