@@ -30,12 +30,15 @@ const DISTRIBUTED = [
   'reservation_holds',
   'metric_dimensions',
   'metric_rollups',
-  'metric_scope_rollups',
+  'metric_scope_hours',
   'estimate_ratio_bins',
   'budget_alert_states',
   // A project's budgets, read by every guard check with its usage (co-located with it).
   'policies',
 ] as const;
+
+/** Views over distributed tables: statements that read them must filter on project_id too. */
+const DISTRIBUTED_VIEWS = ['metric_scope_rollups'] as const;
 
 /** Small tables that do not grow with usage, and why they are not distributed by project_id. */
 const NOT_DISTRIBUTED: Record<string, string> = {
@@ -61,7 +64,7 @@ export function unfilteredReferences(text: string): string[] {
     .replace(/\s+/g, ' ')
     .toLowerCase();
   const bad: string[] = [];
-  for (const table of DISTRIBUTED) {
+  for (const table of [...DISTRIBUTED, ...DISTRIBUTED_VIEWS]) {
     const ref = new RegExp(
       `\\b(from|join|into|update|using)\\s+(only\\s+)?${table}\\b(\\s+(as\\s+)?(?!where|on|set|join|left|inner|cross|group|order|limit|values|select|returning|union|for|default)([a-z_][a-z0-9_]*))?`,
       'g',

@@ -131,6 +131,85 @@ describe('rollup store statements (real PostgreSQL)', () => {
     ]);
   });
 
+  it('keeps a tuple and hour in one row whatever its metrics, each read back as its own cell', async () => {
+    const project = `p-${randomUUID()}`;
+    const dimsId = (
+      await resolveDimensionIds(prisma, [{ projectId: project, key: 's', values: dims({ thread_id: 't1' }) }])
+    ).get(`${project}\u001es`)!;
+    const noCost = { costMicros: 0n, costCount: 0 };
+    await upsertScopeRollups(prisma, [
+      { cell: cell(project, { cube: 'scope', name: 1, values: [100] }), dimsId },
+      { cell: cell(project, { cube: 'scope', name: 9, values: [30], ...noCost }), dimsId },
+    ]);
+    await upsertScopeRollups(prisma, [
+      { cell: cell(project, { cube: 'scope', name: 9, values: [20], ...noCost }), dimsId },
+      { cell: cell(project, { cube: 'scope', name: 12, values: [0.25], ...noCost }), dimsId },
+    ]);
+    expect(await scopeRows(project)).toEqual([
+      {
+        name: 1,
+        bucket_start: new Date(bucket),
+        count: 1,
+        sum: '100',
+        min: 100,
+        max: 100,
+        cost_micros: '4500',
+        cost_count: 1,
+      },
+      {
+        name: 9,
+        bucket_start: new Date(bucket),
+        count: 2,
+        sum: '50',
+        min: 20,
+        max: 30,
+        cost_micros: '0',
+        cost_count: 0,
+      },
+      {
+        name: 12,
+        bucket_start: new Date(bucket),
+        count: 1,
+        sum: '0.25',
+        min: 0.25,
+        max: 0.25,
+        cost_micros: '0',
+        cost_count: 0,
+      },
+    ]);
+    const [{ n }] = await prisma.$queryRawUnsafe<{ n: number }[]>(
+      'SELECT count(*)::int AS n FROM metric_scope_hours WHERE project_id = $1',
+      project,
+    );
+    expect(n).toBe(1);
+  });
+
+  it('starts a scoped metric a correction emptied anew: its old extremes are gone, the other metrics stay', async () => {
+    const project = `p-${randomUUID()}`;
+    const dimsId = (
+      await resolveDimensionIds(prisma, [{ projectId: project, key: 's', values: dims({ user_id: 'u2' }) }])
+    ).get(`${project}\u001es`)!;
+    await upsertScopeRollups(prisma, [
+      { cell: cell(project, { cube: 'scope', name: 1, values: [10] }), dimsId },
+      { cell: cell(project, { cube: 'scope', name: 2, values: [40] }), dimsId },
+    ]);
+    const retracted = {
+      ...cell(project, { cube: 'scope', name: 1, values: [-10] }),
+      count: -1,
+      costMicros: -4500n,
+      costCount: -1,
+      retracted: true,
+    };
+    await upsertScopeRollups(prisma, [{ cell: retracted, dimsId }]);
+    await deleteEmptyRollups(prisma, [{ cell: retracted, dimsId }]);
+    expect((await scopeRows(project)).map((r) => r.name)).toEqual([2]);
+    await upsertScopeRollups(prisma, [{ cell: cell(project, { cube: 'scope', name: 1, values: [3] }), dimsId }]);
+    expect((await scopeRows(project)).map((r) => [r.name, r.count, r.min, r.max])).toEqual([
+      [1, 1, 3, 3],
+      [2, 1, 40, 40],
+    ]);
+  });
+
   it('deletes the retracted cells a correction emptied, and only those', async () => {
     const project = `p-${randomUUID()}`;
     const dimsId = (

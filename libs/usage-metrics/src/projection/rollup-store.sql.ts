@@ -1,4 +1,5 @@
 import { DIMENSION_TABLE_COLUMNS } from '../dimensions';
+import { METRIC_BY_ID, METRICS } from '../metric-names';
 import type { RollupCell } from './rollup-batch';
 
 /** What runs SQL: the PrismaService or an interactive transaction of it. */
@@ -116,17 +117,101 @@ export async function upsertProjectRollups(
   );
 }
 
-/** Adds cells to the scoped (hourly) cube. */
+/**
+ * The scoped cube's columns (prisma/migrations/20261201170000_scope_rollups_one_row_per_hour): one
+ * row per (dimension tuple, hour), each metric's measures in columns suffixed with its id; only
+ * the metrics that carry a cost have cost columns. The read side sees the rows one per metric,
+ * through the metric_scope_rollups view.
+ */
+export const SCOPE_HOUR_COLUMNS: readonly {
+  metric: number;
+  column: string;
+  type: string;
+  measure: keyof ScopeMeasures;
+}[] = METRICS.flatMap((m) => [
+  { metric: m.id, column: `count_${m.id}`, type: 'bigint', measure: 'count' as const },
+  { metric: m.id, column: `sum_${m.id}`, type: 'numeric', measure: 'sum' as const },
+  { metric: m.id, column: `min_${m.id}`, type: 'float8', measure: 'min' as const },
+  { metric: m.id, column: `max_${m.id}`, type: 'float8', measure: 'max' as const },
+  ...(m.cost === null
+    ? []
+    : [
+        { metric: m.id, column: `cost_micros_${m.id}`, type: 'bigint', measure: 'costMicros' as const },
+        { metric: m.id, column: `cost_count_${m.id}`, type: 'bigint', measure: 'costCount' as const },
+      ]),
+]);
+
+/**
+ * The scoped cube as rows of one metric each, for the metrics asked for only (the
+ * metric_scope_rollups view unfolds every metric of a row, then filters): a FROM item with the
+ * old table's columns.
+ */
+export function scopeCellsSql(metricIds: readonly number[]): string {
+  const values = metricIds.map((id) => {
+    const cost = METRIC_BY_ID.get(id)?.cost ? `h.cost_micros_${id}, h.cost_count_${id}` : '0::bigint, 0::bigint';
+    return `(${id}::smallint, h.count_${id}, h.sum_${id}, h.min_${id}, h.max_${id}, ${cost})`;
+  });
+  return `(SELECT h.project_id, h.dims_id, h.bucket_start, m.name, m.count, m.sum, m.min, m.max, m.cost_micros, m.cost_count
+      FROM metric_scope_hours h CROSS JOIN LATERAL (VALUES ${values.join(', ')}) AS m(name, count, sum, min, max, cost_micros, cost_count)
+     WHERE m.count <> 0)`;
+}
+
+interface ScopeMeasures {
+  count: number;
+  sum: string;
+  min: number;
+  max: number;
+  costMicros: string;
+  costCount: number;
+}
+
+/**
+ * How a batch's value merges into a stored one. Sums add (a metric absent on one side keeps the
+ * other's, NULL when absent on both); min and max widen, except over a metric a correction left
+ * with no record (count 0), whose old extremes are no longer anyone's.
+ */
+function mergeScopeColumn(c: (typeof SCOPE_HOUR_COLUMNS)[number]): string {
+  const [t, x] = [`metric_scope_hours.${c.column}`, `excluded.${c.column}`];
+  if (c.measure === 'min' || c.measure === 'max') {
+    const count = `metric_scope_hours.count_${c.metric}`;
+    const widen = c.measure === 'min' ? 'least' : 'greatest';
+    return `${c.column} = CASE WHEN coalesce(${count}, 0) = 0 THEN ${x} ELSE ${widen}(${t}, ${x}) END`;
+  }
+  return `${c.column} = coalesce(${t} + ${x}, ${t}, ${x})`;
+}
+
+const SCOPE_UPSERT = `INSERT INTO metric_scope_hours (project_id, dims_id, bucket_start, ${SCOPE_HOUR_COLUMNS.map((c) => c.column).join(', ')})
+     SELECT project_id, dims_id, bucket_start, ${SCOPE_HOUR_COLUMNS.map((c) => c.column).join(', ')}
+       FROM json_to_recordset($1::json) AS x(project_id text, dims_id bigint, bucket_start timestamptz, ${SCOPE_HOUR_COLUMNS.map((c) => `${c.column} ${c.type}`).join(', ')})
+      ORDER BY project_id, dims_id, bucket_start
+     ON CONFLICT (project_id, dims_id, bucket_start) DO UPDATE SET ${SCOPE_HOUR_COLUMNS.map(mergeScopeColumn).join(', ')}`;
+
+/** Adds cells to the scoped (hourly) cube: the cells of one tuple and hour become one row. */
 export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCell; dimsId: bigint }[]): Promise<void> {
   if (cells.length === 0) return;
-  await db.$executeRawUnsafe(
-    `INSERT INTO metric_scope_rollups (project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count)
-     SELECT project_id, dims_id, name, bucket_start, count, sum, min, max, cost_micros, cost_count
-       FROM json_to_recordset($1::json) AS x(project_id text, dims_id bigint, name smallint, bucket_start timestamptz, ${MEASURES})
-      ORDER BY project_id, dims_id, name, bucket_start
-     ON CONFLICT (project_id, dims_id, name, bucket_start) DO UPDATE SET ${MERGE('metric_scope_rollups')}`,
-    JSON.stringify(cells.map(({ cell, dimsId }) => toRecord(cell, dimsId))),
-  );
+  const rows = new Map<string, Record<string, unknown>>();
+  for (const { cell, dimsId } of cells) {
+    const key = `${cell.projectId}\u001e${dimsId}\u001e${cell.bucketStart}`;
+    let row = rows.get(key);
+    if (!row) {
+      row = {
+        project_id: cell.projectId,
+        dims_id: dimsId.toString(),
+        bucket_start: new Date(cell.bucketStart).toISOString(),
+      };
+      rows.set(key, row);
+    }
+    const m = cell.name;
+    row[`count_${m}`] = cell.count;
+    row[`sum_${m}`] = cell.sum.toString();
+    row[`min_${m}`] = cell.min;
+    row[`max_${m}`] = cell.max;
+    if (METRIC_BY_ID.get(m)?.cost !== null) {
+      row[`cost_micros_${m}`] = cell.costMicros.toString();
+      row[`cost_count_${m}`] = cell.costCount;
+    }
+  }
+  await db.$executeRawUnsafe(SCOPE_UPSERT, JSON.stringify([...rows.values()]));
 }
 
 /**
@@ -153,17 +238,19 @@ export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCel
         AND r.bucket_start = x.bucket_start AND r.dims_id = x.dims_id AND r.count = 0`,
     keys,
   );
+  // A scoped row goes once no metric of it has a record left (the view hides an emptied metric).
+  const empty = METRICS.map((m) => `coalesce(r.count_${m.id}, 0) = 0`).join(' AND ');
   await db.$executeRawUnsafe(
-    `DELETE FROM metric_scope_rollups r USING ${input}
-      WHERE x.granularity IS NULL AND r.project_id = x.project_id AND r.dims_id = x.dims_id AND r.name = x.name
-        AND r.bucket_start = x.bucket_start AND r.count = 0`,
+    `DELETE FROM metric_scope_hours r USING ${input}
+      WHERE x.granularity IS NULL AND r.project_id = x.project_id AND r.dims_id = x.dims_id
+        AND r.bucket_start = x.bucket_start AND ${empty}`,
     keys,
   );
 }
 
 /** Empties the rollups and rewinds the checkpoint, in the caller's transaction (replay). */
 export async function resetRollups(db: SqlClient, name: string): Promise<void> {
-  await db.$executeRawUnsafe('TRUNCATE metric_rollups, metric_scope_rollups');
+  await db.$executeRawUnsafe('TRUNCATE metric_rollups, metric_scope_hours');
   await db.$executeRawUnsafe(
     `UPDATE projection_checkpoints SET tx = '0'::xid8, position = 0, events_projected = 0, updated_at = now() WHERE name = $1`,
     name,

@@ -1,7 +1,7 @@
 import { onStepsByTime } from '@tollgate/database';
 import { METRIC_BY_ID, METRIC_EVENT_TYPE } from '../metric-names';
 import { REPRICED_EVENT_TYPE } from '../projection/rollup-batch';
-import { ROLLUP_PROJECTION, type SqlClient } from '../projection/rollup-store.sql';
+import { ROLLUP_PROJECTION, scopeCellsSql, type SqlClient } from '../projection/rollup-store.sql';
 import type { Cube, FieldRef, MetricQuery } from './metric-query';
 import { coverRange, type Range, type RollupSegment } from './time-cover';
 
@@ -130,7 +130,7 @@ function bucketSql(col: string, q: MetricQuery): string {
  * NULL unit marks its records in the log and in every cube alike.
  */
 function rollupPart(q: MetricQuery, cube: Cube, segments: RollupSegment[], p: Params): string {
-  const table = cube === 'scope' ? 'metric_scope_rollups' : 'metric_rollups';
+  const table = cube === 'scope' ? scopeCellsSql(q.metricIds) : 'metric_rollups';
   const seg = segments.map((s) => {
     const g = cube === 'scope' ? '' : `r.granularity = '${s.granularity}${cube === 'unit' ? 'u' : ''}' AND `;
     return `(${g}${rangeSql('r.bucket_start', s, p)})`;
