@@ -55,6 +55,29 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
     expect(await prepared()).toBe(before + 1);
   });
 
+  it('plans a statement again on its connection after a few executions, as its tables have grown', async () => {
+    const text = `SELECT $1::int + 1 AS n -- replanned`;
+    const plannedAt = async () =>
+      (
+        await prisma.pool.query(
+          `SELECT prepare_time FROM pg_prepared_statements WHERE from_sql AND statement LIKE '%-- replanned%'`,
+        )
+      ).rows.map((r) => (r.prepare_time as Date).getTime());
+    const run = (n: number) => prisma.transaction(async (tx) => tx.commitWith({ text, params: [n] }));
+    const seen: number[] = [];
+    for (let i = 1; i <= 10; i++) {
+      expect(await run(i)).toEqual([{ n: i + 1 }]);
+      const [at] = await plannedAt();
+      seen.push(at);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    // Prepared by the 1st execution, planned again by the 9th (after 8), one statement throughout.
+    expect(new Set(seen.slice(0, 8)).size).toBe(1);
+    expect(seen[8]).toBeGreaterThan(seen[7]);
+    expect(seen[9]).toBe(seen[8]);
+    expect(await plannedAt()).toHaveLength(1);
+  });
+
   it('rolls back on a failure, and the connection goes on working', async () => {
     await prisma.pool.query('CREATE TABLE IF NOT EXISTS sql_spec_rows (v text PRIMARY KEY)');
     const INSERT = 'INSERT INTO sql_spec_rows (v) VALUES ($1) RETURNING v';
