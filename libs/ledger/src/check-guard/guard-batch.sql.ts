@@ -32,8 +32,15 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
 /** Takes the advisory locks of its array, in the array's order. */
 const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigint[]) AS l(id)';
 
-const EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
-  FROM reservations WHERE project_id = $1 AND step_id = ANY($2::text[])`;
+/**
+ * The reservations of some steps, each looked up by (project, step) equality. With
+ * `step_id = ANY($2)` instead, a generic plan may keep the array as a filter over the project's
+ * whole range of the index (measured with 4,000 reservations in the project, planned at that
+ * size): every check then reads every reservation of its project.
+ */
+const EXISTING_SQL = `SELECT r.id, r.step_id, r.status, r.cost_micros::text, r.cost_unit, r.input_tokens::text, r.output_tokens::text, r.expires_at
+  FROM unnest($2::text[]) AS s(step_id)
+  CROSS JOIN LATERAL (SELECT * FROM reservations r WHERE r.project_id = $1 AND r.step_id = s.step_id OFFSET 0) r`;
 
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so

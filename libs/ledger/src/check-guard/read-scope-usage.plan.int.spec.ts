@@ -202,7 +202,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
                                    estimated_input_tokens, provider, model, created_at, expires_at)
          SELECT 'rsv-' || i, 'p1', 'step-' || i, ARRAY['resource:busy-' || (i % 500)], ARRAY['resource:busy-' || (i % 500)], 4500, 'USD',
                 1000, 200, 1000, 'openai', 'gpt-4o', now(), now() + interval '10 minutes'
-           FROM generate_series(1, 20000) AS i`,
+           FROM generate_series(1, 4000) AS i`,
       );
       // Sequential scans, and rows read through an index: the step's own reservation is looked up
       // by its step id, not found among every reservation of the project.
