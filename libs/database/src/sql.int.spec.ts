@@ -1,5 +1,6 @@
 import { TEST_DATABASE_URL } from '../../../test/support/env';
 import { PrismaService } from './prisma.service';
+import { inlined } from './sql';
 
 /**
  * Statements with values sent inside a transaction's simple queries (its opening, its COMMIT):
@@ -55,27 +56,15 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
     expect(await prepared()).toBe(before + 1);
   });
 
-  it('plans a statement again on its connection after a few executions, as its tables have grown', async () => {
-    const text = `SELECT $1::int + 1 AS n -- replanned`;
-    const plannedAt = async () =>
-      (
-        await prisma.pool.query(
-          `SELECT prepare_time FROM pg_prepared_statements WHERE from_sql AND statement LIKE '%-- replanned%'`,
-        )
-      ).rows.map((r) => (r.prepare_time as Date).getTime());
-    const run = (n: number) => prisma.transaction(async (tx) => tx.commitWith({ text, params: [n] }));
-    const seen: number[] = [];
-    for (let i = 1; i <= 10; i++) {
-      expect(await run(i)).toEqual([{ n: i + 1 }]);
-      const [at] = await plannedAt();
-      seen.push(at);
-      await new Promise((r) => setTimeout(r, 2));
-    }
-    // Prepared by the 1st execution, planned again by the 9th (after 8), one statement throughout.
-    expect(new Set(seen.slice(0, 8)).size).toBe(1);
-    expect(seen[8]).toBeGreaterThan(seen[7]);
-    expect(seen[9]).toBe(seen[8]);
-    expect(await plannedAt()).toHaveLength(1);
+  it('inlines the same values byte for byte into a statement planned on every run, preparing nothing', async () => {
+    const [asPrepared] = await prisma.transaction(async (_tx, opened) => opened, 5_000, [{ text: ECHO, params }]);
+    const before = await prepared();
+    const [asInlined] = await prisma.transaction(async (_tx, opened) => opened, 5_000, [
+      inlined({ text: ECHO, params }),
+    ]);
+    expect(asInlined).toEqual(asPrepared);
+    expect(await prepared()).toBe(before);
+    expect(() => inlined({ text: 'SELECT $1, $2', params: ['a'] })).toThrow('no value for $2');
   });
 
   it('rolls back on a failure, and the connection goes on working', async () => {

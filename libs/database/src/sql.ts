@@ -63,30 +63,8 @@ function preparedName(text: string): string {
   return `tx_${statementName(text).slice(3)}`;
 }
 
-/** A statement PREPAREd on a connection: how often it ran there, and when it was (re)planned. */
-interface Prepared {
-  executions: number;
-  plannedAt: number;
-}
-
 /** The statements each connection has PREPAREd (a pooled client is one connection, for its whole life). */
-const preparedOn = new WeakMap<object, Map<string, Prepared>>();
-
-/**
- * A prepared statement keeps the generic plan it got on its first execution for the life of its
- * connection (the pool forces generic plans, see PrismaService). Made on an empty or tiny table
- * (a new deployment, the reservations after a quiet spell) that plan may be any index at all —
- * they all cost the same there; measured: the steps' reservation lookup took the primary key by
- * its second column and read every reservation of the project, on every check, for good. So a
- * statement is planned again, on its connection, after its 8th, 64th, 512th and 4,096th
- * executions, then once a minute: by then its tables have the size they are used at.
- */
-const REPLAN_AFTER_EXECUTIONS = new Set([8, 64, 512, 4096]);
-const REPLAN_AFTER_MS = 60_000;
-
-function needsPlan(p: Prepared, now: number): boolean {
-  return REPLAN_AFTER_EXECUTIONS.has(p.executions) || now - p.plannedAt >= REPLAN_AFTER_MS;
-}
+const preparedOn = new WeakMap<object, Set<string>>();
 
 /** A value of an {@link Executable}. */
 export type SqlValue = string | number | bigint | boolean | null | Date | readonly (string | number | null)[];
@@ -111,42 +89,44 @@ function arrayLiteral(values: readonly (string | number | null)[]): string {
 }
 
 /**
+ * An Executable as a text with its values in place, planned with them on every run instead of
+ * prepared: for a cheap statement whose best plan depends on how large its tables are now. A
+ * prepared statement keeps the generic plan of its first run for the life of the connection, and
+ * one made on an empty table may be any index at all (they all cost the same there).
+ */
+export function inlined(statement: Executable): string {
+  return statement.text.replace(/\$(\d+)/g, (_, n: string) => {
+    const i = Number(n) - 1;
+    if (i >= statement.params.length) throw new Error(`no value for $${n}`);
+    return sqlValue(statement.params[i]);
+  });
+}
+
+/**
  * Statements as one simple query on `client`: an Executable not yet prepared on it is PREPAREd in
- * the same query (or planned again: see needsPlan). `results` maps each statement to its result's
- * position; `preparing` are the names the query prepares (known once it succeeds; unknown which,
- * if it fails).
+ * the same query. `results` maps each statement to its result's position; `preparing` are the
+ * names the query prepares (known once it succeeds; unknown which, if it fails).
  */
 function simpleQuery(client: object, statements: readonly Statement[]) {
-  const known = preparedOn.get(client) ?? new Map<string, Prepared>();
+  const known = preparedOn.get(client) ?? new Set<string>();
   preparedOn.set(client, known);
-  const now = Date.now();
   const parts: string[] = [];
   const results: number[] = [];
   const preparing: string[] = [];
-  const executing: string[] = [];
   for (const st of statements) {
     if (typeof st === 'string') {
       parts.push(st);
     } else {
       const name = preparedName(st.text);
-      const prepared = known.get(name);
-      if (!preparing.includes(name) && (!prepared || needsPlan(prepared, now))) {
-        if (prepared) parts.push(`DEALLOCATE ${name}`);
+      if (!known.has(name) && !preparing.includes(name)) {
         parts.push(`PREPARE ${name} AS ${st.text}`);
         preparing.push(name);
       }
       parts.push(`EXECUTE ${name}(${st.params.map(sqlValue).join(', ')})`);
-      executing.push(name);
     }
     results.push(parts.length - 1);
   }
-  /** Once the query has succeeded: what it prepared, and how often each statement has run. */
-  const done = () => {
-    for (const name of preparing) known.set(name, { executions: known.get(name)?.executions ?? 0, plannedAt: now });
-    for (const name of executing) known.get(name)!.executions++;
-  };
-  // A line each: a statement ending in a -- comment must not swallow the next.
-  return { text: parts.join('\n; '), results, preparing, done };
+  return { text: parts.join('\n; '), results, preparing, known };
 }
 
 /**
@@ -165,7 +145,7 @@ function roundTrips(client: PoolClient) {
       if (q.preparing.length) state.broken = err as Error;
       throw err;
     }
-    q.done();
+    q.preparing.forEach((name) => q.known.add(name));
     const all = (Array.isArray(raw) ? raw : [raw]) as { rows: Record<string, unknown>[] }[];
     return q.results.map((i) => all[i].rows);
   };

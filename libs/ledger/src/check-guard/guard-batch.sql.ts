@@ -1,4 +1,4 @@
-import type { Executable, Sql } from '@tollgate/database';
+import { inlined, type Executable, type Sql, type Statement } from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import {
   claimEventIdsSql,
@@ -32,15 +32,8 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
 /** Takes the advisory locks of its array, in the array's order. */
 const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigint[]) AS l(id)';
 
-/**
- * The reservations of some steps, each looked up by (project, step) equality. With
- * `step_id = ANY($2)` instead, a generic plan may keep the array as a filter over the project's
- * whole range of the index (measured with 4,000 reservations in the project, planned at that
- * size): every check then reads every reservation of its project.
- */
-const EXISTING_SQL = `SELECT r.id, r.step_id, r.status, r.cost_micros::text, r.cost_unit, r.input_tokens::text, r.output_tokens::text, r.expires_at
-  FROM unnest($2::text[]) AS s(step_id)
-  CROSS JOIN LATERAL (SELECT * FROM reservations r WHERE r.project_id = $1 AND r.step_id = s.step_id OFFSET 0) r`;
+const EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
+  FROM reservations WHERE project_id = $1 AND step_id = ANY($2::text[])`;
 
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
@@ -48,18 +41,21 @@ const EXISTING_SQL = `SELECT r.id, r.step_id, r.status, r.cost_micros::text, r.c
  * hold across API replicas), then read the reservations the steps already have (retried checks).
  * Each statement of a simple query has its own snapshot: the read sees whatever committed before
  * the locks were ours. The usage read comes next, in its own statement, for the same reason.
- * Both run on plans the connection keeps (see withIndexPlans).
+ * The locks run on a plan the connection keeps (see withIndexPlans).
  */
 export function lockScopesStatements(
   projectId: string,
   scopeKeys: readonly string[],
   stepIds: readonly string[],
-): Executable[] {
+): Statement[] {
   const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) =>
     a < b ? -1 : a > b ? 1 : 0,
   );
   const locks = ids.length ? [{ text: LOCKS_SQL, params: [ids.map(String)] }] : [];
-  return [...locks, { text: EXISTING_SQL, params: [projectId, [...stepIds]] }];
+  // Planned with its values each time, not prepared: a generic plan of it, made on an empty table
+  // or even at 4,000 reservations, kept the step ids as a filter over the project's whole range
+  // of the index, so every check read every reservation of its project (see inlined).
+  return [...locks, inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] })];
 }
 
 /** The rows of {@link lockScopesStatements}' last statement, by step id. */
