@@ -1,6 +1,8 @@
 export { PrismaService } from './prisma.service';
 export { ensureDatabase, applyMigrations, migrationsDir } from './migrate';
 export { EventPartitions } from './partitions';
+export { TableStatistics } from './statistics';
+export type { AnalyzedTable } from './statistics';
 export { EventRetention, listEventPartitions } from './retention';
 export type { RetentionResult } from './retention';
 export { readEventsAfter, readLogRowsAfter, checkpointAfter, LOG_START } from './event-log-reader';

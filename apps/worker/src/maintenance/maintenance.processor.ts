@@ -1,6 +1,12 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { EventPartitions, EventRetention, PrismaService, type RetentionResult } from '@tollgate/database';
+import {
+  EventPartitions,
+  EventRetention,
+  PrismaService,
+  TableStatistics,
+  type RetentionResult,
+} from '@tollgate/database';
 import { ROLLUP_PROJECTION } from '@tollgate/usage-metrics';
 import { Config, JobHandlers, type JobPayload } from '@tollgate/platform';
 import type { Job, Queue } from 'bullmq';
@@ -11,6 +17,7 @@ import { keepJobScheduler } from '../job-schedulers';
 export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('maintenance');
   private readonly retention: EventRetention;
+  private readonly statistics: TableStatistics;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -21,8 +28,10 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
   ) {
     super();
     this.retention = new EventRetention(prisma);
+    this.statistics = new TableStatistics(prisma);
     handlers.register('maintenance', 'partitions.ensure', (data) => this.ensurePartitions(data));
     handlers.register('maintenance', 'retention.apply', (data) => this.applyRetention(data));
+    handlers.register('maintenance', 'statistics.refresh', () => this.refreshStatistics());
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -32,6 +41,13 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
       'partitions.ensure',
       { every: 3600_000 },
       { name: 'partitions.ensure', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+    // Every minute: a table that grew (or was emptied) gets statistics, and cached plans, of its size.
+    await keepJobScheduler(
+      this.queue,
+      'statistics.refresh',
+      { every: 60_000 },
+      { name: 'statistics.refresh', data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
     // Hourly too: a month past the retention goes as soon as the rollups have read all of it.
     if (this.config.values.TOLLGATE_RETENTION_MONTHS !== undefined) {
@@ -57,6 +73,12 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
     );
     this.logger.debug({ msg: 'partitions ensured', names });
     return { partitions: names };
+  }
+
+  private async refreshStatistics() {
+    const analyzed = await this.statistics.refresh();
+    if (analyzed.length) this.logger.debug({ msg: 'table statistics taken', analyzed });
+    return { analyzed };
   }
 
   /** Drops the months past TOLLGATE_RETENTION_MONTHS that the metric rollups cover (nothing when unset). */

@@ -11,6 +11,8 @@ export const QUEUES = {
     'partitions.ensure': z.object({ monthsAhead: z.number().int().min(1).max(24).optional() }),
     /** Drops monthly partitions past TOLLGATE_RETENTION_MONTHS that the rollups cover (`now`: a fixed clock, for tests). */
     'retention.apply': z.object({ now: z.iso.datetime().optional() }),
+    /** Takes the statistics of tables that changed enough since their last ones, so cached plans fit their size (libs/database statistics.ts). */
+    'statistics.refresh': z.object({}),
   },
   guard: {
     /** Marks expired reservations lapsed and logs it (they stop counting at expiry regardless). */
