@@ -1,7 +1,6 @@
-import { Client } from 'pg';
 import { readExistingReservations } from '../../ledger/src/check-guard/guard-batch.sql';
-import { TEST_DATABASE_URL } from '../../../test/support/env';
-import { applyMigrations, ensureDatabase, migrationsDir } from './migrate';
+import { ownDatabase } from '../../../test/support/own-database';
+import { migrationsDir } from './migrate';
 import { PrismaService } from './prisma.service';
 import { TableStatistics } from './statistics';
 
@@ -11,27 +10,17 @@ import { TableStatistics } from './statistics';
  * database, so that its tables start empty and nothing else changes them.
  */
 describe('table statistics (real PostgreSQL, generic plans as the pool makes them)', () => {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `${url.pathname}_statistics`;
+  const db = ownDatabase('statistics');
   let prisma: PrismaService;
 
-  const dropDatabase = async () => {
-    const admin = new Client({ connectionString: TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
-  };
-
   beforeAll(async () => {
-    await dropDatabase();
-    await ensureDatabase(url.toString());
-    await applyMigrations(url.toString(), migrationsDir());
+    await db.create(migrationsDir());
     // One connection: the plan it caches is the one every lookup below runs on.
-    prisma = new PrismaService(url.toString(), 1);
+    prisma = new PrismaService(db.url, 1);
   }, 60_000);
   afterAll(async () => {
     await prisma?.onModuleDestroy();
-    await dropDatabase();
+    await db.drop();
   });
 
   /** Rows of `reservations` read by sequential and index scans, so far. */

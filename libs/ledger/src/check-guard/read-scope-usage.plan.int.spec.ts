@@ -1,14 +1,6 @@
-import {
-  applyMigrations,
-  ensureDatabase,
-  EventPartitions,
-  migrationsDir,
-  PrismaService,
-  withIndexPlans,
-} from '@tollgate/database';
-import { Client } from 'pg';
+import { EventPartitions, migrationsDir, PrismaService, withIndexPlans } from '@tollgate/database';
 import type { StepUsageEvent } from '@tollgate/contracts';
-import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { ownDatabase } from '../../../../test/support/own-database';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { priceStep } from '../pricing/price-step';
 import { lockScopesStatements } from './guard-batch.sql';
@@ -21,26 +13,17 @@ import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
  * database, so that its statistics are those of one hot resource, as in a bench or a busy agent.
  */
 describe('the guard usage read (real PostgreSQL, generic plans as the pool makes them)', () => {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `${url.pathname}_plan`;
+  const db = ownDatabase('plan');
   let prisma: PrismaService;
 
   beforeAll(async () => {
-    const admin = new Client({ connectionString: TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
-    await ensureDatabase(url.toString());
-    await applyMigrations(url.toString(), migrationsDir());
-    prisma = new PrismaService(url.toString(), 2);
+    await db.create(migrationsDir());
+    prisma = new PrismaService(db.url, 2);
     await new EventPartitions(prisma).ensureAhead(new Date(), 1);
   }, 60_000);
   afterAll(async () => {
     await prisma.onModuleDestroy();
-    const admin = new Client({ connectionString: TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
+    await db.drop();
   });
 
   it('touches only the steps it counts, however many guard events the hot scope has in the hour', async () => {
@@ -172,7 +155,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
    * be off or late); nor may it look the steps' reservations up by another index than theirs.
    */
   it('plans the read with its indexes even when planned on an empty table, in both check paths', async () => {
-    const one = new PrismaService(url.toString(), 1);
+    const one = new PrismaService(db.url, 1);
     try {
       await one.pool.query('DELETE FROM reservation_holds');
       await one.pool.query('DELETE FROM reservations');

@@ -1,9 +1,9 @@
-import { applyMigrations, ensureDatabase, migrationsDir } from '@tollgate/database';
+import { applyMigrations, migrationsDir } from '@tollgate/database';
 import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { ownDatabase } from '../../../../test/support/own-database';
 import { METRICS } from '../metric-names';
 import { SCOPE_HOUR_COLUMNS } from './rollup-store.sql';
 
@@ -16,30 +16,20 @@ const MIGRATION = '20261201170000_scope_rollups_one_row_per_hour';
  * the change, filled the old way, then migrated to the end.
  */
 describe('the scoped cube migration (real PostgreSQL)', () => {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `${url.pathname}_scope_hours`;
+  const own = ownDatabase('scope_hours');
   const before = mkdtempSync(join(tmpdir(), 'tollgate-migrations-'));
   let db: Client;
 
-  const dropDatabase = async () => {
-    const admin = new Client({ connectionString: TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
-  };
-
   beforeAll(async () => {
-    await dropDatabase();
-    await ensureDatabase(url.toString());
     for (const name of readdirSync(migrationsDir()).filter((n) => n < MIGRATION))
       cpSync(join(migrationsDir(), name), join(before, name), { recursive: true });
-    await applyMigrations(url.toString(), before);
-    db = new Client({ connectionString: url.toString() });
+    await own.create(before);
+    db = new Client({ connectionString: own.url });
     await db.connect();
   }, 60_000);
   afterAll(async () => {
     await db?.end();
-    await dropDatabase();
+    await own.drop();
     rmSync(before, { recursive: true, force: true });
   });
 
@@ -57,7 +47,7 @@ describe('the scoped cube migration (real PostgreSQL)', () => {
     const read = `SELECT project_id, dims_id::int, name::int, bucket_start, count::int, sum::text, min, max, cost_micros::text, cost_count::int
                     FROM metric_scope_rollups ORDER BY project_id, dims_id, bucket_start, name`;
     const stored = (await db.query(read)).rows;
-    await applyMigrations(url.toString(), migrationsDir());
+    await applyMigrations(own.url, migrationsDir());
     expect((await db.query(read)).rows).toEqual(stored);
     const { rows } = await db.query(`SELECT count(*)::int AS n FROM metric_scope_hours`);
     expect(rows[0].n).toBe(4);
