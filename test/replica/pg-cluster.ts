@@ -165,9 +165,13 @@ export async function waitFor(check: () => Promise<boolean>, what: string, timeo
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** Waits until the replica has replayed everything the primary had written when called. */
+/** Waits until the replica has replayed everything the primary had in its WAL when called (written or not). */
 export async function replayed(pair: ReplicaPair, timeoutMs = 20_000): Promise<void> {
-  const lsn = (await one<{ lsn: string }>(pair.primary.url(), 'SELECT pg_current_wal_lsn()::text AS lsn'))!.lsn;
+  // The insert location, not the write location (pg_current_wal_lsn): a commit made with
+  // synchronous_commit off (the projector's) may not be written yet, and waiting for the write
+  // location then returns before the replica has it (test:replica failed once so: the replica's
+  // tail still held the event the projector had just committed past).
+  const lsn = (await one<{ lsn: string }>(pair.primary.url(), 'SELECT pg_current_wal_insert_lsn()::text AS lsn'))!.lsn;
   await waitFor(
     async () =>
       (await one<{ ok: boolean }>(pair.replica.url(), `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok`, [lsn]))
