@@ -1,5 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import type { Queue } from 'bullmq';
+import { queueConnection, redisOutage, type Config } from '@tollgate/platform';
+import { Worker, type Job, type Queue, type WorkerOptions } from 'bullmq';
+import { Cluster } from 'ioredis';
+import { queueFailures } from '@tollgate/telemetry';
 
 export interface WorkerWatchdogOptions {
   queue: Queue;
@@ -79,5 +82,70 @@ export class WorkerWatchdog {
     this.lastStartedAt = now;
     this.options.replace();
     return 'replaced';
+  }
+}
+
+export interface WatchedWorkerOptions {
+  queue: Queue;
+  /** The job scheduler that keeps the queue moving, its period, and what upserts it again. */
+  schedulerId: string;
+  everyMs: number;
+  upsert: () => Promise<unknown>;
+  config: Config['values'];
+  logger: Logger;
+  process: (job: Job) => Promise<unknown>;
+  /** The BullMQ worker's own options (its connection and prefix come from the configuration). */
+  worker?: Omit<WorkerOptions, 'connection' | 'prefix'>;
+}
+
+/**
+ * A queue's BullMQ worker, on a connection of its own, under a {@link WorkerWatchdog} that
+ * replaces it (new worker, new connection) when it stops taking jobs.
+ */
+export class WatchedWorker {
+  private worker?: Worker;
+  private connection?: ReturnType<typeof queueConnection>;
+  private readonly watchdog: WorkerWatchdog;
+
+  constructor(private readonly options: WatchedWorkerOptions) {
+    const { queue, schedulerId, everyMs, upsert, logger } = options;
+    this.watchdog = new WorkerWatchdog({ queue, schedulerId, everyMs, upsert, logger, replace: () => this.replace() });
+  }
+
+  start(): void {
+    this.startWorker();
+    this.watchdog.start();
+  }
+
+  private startWorker(): void {
+    const { queue, config, logger, process, worker } = this.options;
+    this.connection = queueConnection(config);
+    this.worker = new Worker(queue.name, (job) => this.watchdog.track(() => process(job)), {
+      ...worker,
+      connection: this.connection,
+      prefix: config.QUEUE_PREFIX,
+    });
+    this.worker.on(
+      'error',
+      (err) =>
+        redisOutage.failed(err, `worker ${queue.name}`) ||
+        logger.warn({ msg: `${queue.name} worker error`, error: err.message }),
+    );
+    this.worker.on('failed', () => queueFailures.inc({ queue: queue.name }));
+  }
+
+  /** A new worker on a new connection; the stuck one is closed without waiting for it (it may never answer). */
+  private replace(): void {
+    const [worker, connection] = [this.worker, this.connection];
+    this.startWorker();
+    worker?.close(true).catch(() => undefined);
+    if (connection instanceof Cluster) connection.disconnect();
+  }
+
+  async close(): Promise<void> {
+    this.watchdog.stop();
+    await this.worker?.close();
+    // A Cluster client given to BullMQ is ours to close.
+    if (this.connection instanceof Cluster) this.connection.disconnect();
   }
 }

@@ -2,12 +2,10 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { PrismaService } from '@tollgate/database';
 import { backoffMs, EXPORT_BACKOFF, ExportPipeline, SinkError } from '@tollgate/exporters';
-import { queueFailures } from '@tollgate/telemetry';
-import { Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/platform';
-import { Worker, type Job, type Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
+import { Config, JobHandlers } from '@tollgate/platform';
+import type { Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
-import { WorkerWatchdog } from '../worker-watchdog';
+import { WatchedWorker } from '../worker-watchdog';
 
 /**
  * Routes the exports queue's jobs to the export pipeline. The BullMQ worker is built here rather
@@ -18,9 +16,7 @@ import { WorkerWatchdog } from '../worker-watchdog';
 @Injectable()
 export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('exports');
-  private worker?: Worker;
-  private connection?: ReturnType<typeof queueConnection>;
-  private watchdog?: WorkerWatchdog;
+  private worker?: WatchedWorker;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -53,73 +49,43 @@ export class ExportsProcessor implements OnApplicationBootstrap, OnModuleDestroy
     );
     // The tick drains every exporter and gives any batch whose job is gone a new one: while it
     // runs, every event after a checkpoint gets delivered, whatever Redis lost.
-    this.watchdog = new WorkerWatchdog({
+    this.worker = new WatchedWorker({
       queue: this.queue,
       schedulerId: 'exports.tick',
       everyMs: c.EXPORTS_TICK_MS,
       upsert,
-      replace: () => this.replaceWorker(),
+      config: c,
       logger: this.logger,
-    });
-    this.startWorker();
-    this.watchdog.start();
-  }
-
-  private startWorker(): void {
-    const c = this.config.values;
-    this.connection = queueConnection(c);
-    this.worker = new Worker('exports', (job) => this.process(job), {
-      connection: this.connection,
-      prefix: c.QUEUE_PREFIX,
-      concurrency: c.EXPORTS_CONCURRENCY,
-      lockDuration: c.EXPORTS_LOCK_MS,
-      stalledInterval: c.EXPORTS_LOCK_MS,
-      // A batch whose worker died is taken over, not failed: its delivery is idempotent by batch id.
-      maxStalledCount: 10,
-      settings: {
-        backoffStrategy: (attemptsMade, type, err, job) => {
-          if (type !== EXPORT_BACKOFF) return 1000;
-          const initial = Number(
-            job?.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 1000,
-          );
-          const data = job?.data as { maxBackoffMs?: number; priorAttempts?: number } | undefined;
-          const attempts = attemptsMade + (data?.priorAttempts ?? 0);
-          return backoffMs(
-            attempts,
-            initial,
-            Number(data?.maxBackoffMs ?? 300_000),
-            Math.random,
-            err instanceof SinkError ? err.retryAfterMs : undefined,
-          );
+      process: (job) => this.handlers.route('exports', job),
+      worker: {
+        concurrency: c.EXPORTS_CONCURRENCY,
+        lockDuration: c.EXPORTS_LOCK_MS,
+        stalledInterval: c.EXPORTS_LOCK_MS,
+        // A batch whose worker died is taken over, not failed: its delivery is idempotent by batch id.
+        maxStalledCount: 10,
+        settings: {
+          backoffStrategy: (attemptsMade, type, err, job) => {
+            if (type !== EXPORT_BACKOFF) return 1000;
+            const initial = Number(
+              job?.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 1000,
+            );
+            const data = job?.data as { maxBackoffMs?: number; priorAttempts?: number } | undefined;
+            const attempts = attemptsMade + (data?.priorAttempts ?? 0);
+            return backoffMs(
+              attempts,
+              initial,
+              Number(data?.maxBackoffMs ?? 300_000),
+              Math.random,
+              err instanceof SinkError ? err.retryAfterMs : undefined,
+            );
+          },
         },
       },
     });
-    this.worker.on('failed', () => queueFailures.inc({ queue: 'exports' }));
-    this.worker.on(
-      'error',
-      (err) =>
-        redisOutage.failed(err, 'worker exports') ||
-        this.logger.warn({ msg: 'exports worker error', error: err.message }),
-    );
-  }
-
-  /** A new worker on a new connection; the stuck one is closed without waiting for it (it may never answer). */
-  private replaceWorker(): void {
-    const [worker, connection] = [this.worker, this.connection];
-    this.startWorker();
-    worker?.close(true).catch(() => undefined);
-    if (connection instanceof Cluster) connection.disconnect();
-  }
-
-  process(job: Job): Promise<unknown> {
-    const run = () => this.handlers.route('exports', job);
-    return this.watchdog ? this.watchdog.track(run) : run();
+    this.worker.start();
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.watchdog?.stop();
     await this.worker?.close();
-    // A Cluster client given to BullMQ is ours to close.
-    if (this.connection instanceof Cluster) this.connection.disconnect();
   }
 }

@@ -1,11 +1,10 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/usage-metrics';
-import { addJob, Config, JobHandlers, queueConnection, redisOutage } from '@tollgate/platform';
-import { Worker, type Job, type Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
+import { addJob, Config, JobHandlers } from '@tollgate/platform';
+import type { Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
-import { WorkerWatchdog } from '../worker-watchdog';
+import { WatchedWorker } from '../worker-watchdog';
 
 /** A job runs at most this long, then hands the rest to a fresh job (other queues get a turn). */
 const SLICE_MS = 20_000;
@@ -21,9 +20,7 @@ const SCHEDULE_MS = 5_000;
 @Injectable()
 export class ProjectorProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('metrics-projector');
-  private worker?: Worker;
-  private connection?: ReturnType<typeof queueConnection>;
-  private watchdog?: WorkerWatchdog;
+  private worker?: WatchedWorker;
 
   constructor(
     private readonly handlers: JobHandlers,
@@ -41,51 +38,21 @@ export class ProjectorProcessor implements OnApplicationBootstrap, OnModuleDestr
       { every: SCHEDULE_MS },
       { name: CATCH_UP_JOB, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
-    this.watchdog = new WorkerWatchdog({
+    this.worker = new WatchedWorker({
       queue: this.queue,
       schedulerId: CATCH_UP_JOB,
       everyMs: SCHEDULE_MS,
       upsert,
-      replace: () => this.replaceWorker(),
+      config: this.config.values,
       logger: this.logger,
+      process: (job) => this.handlers.route('projections', job),
+      worker: { concurrency: 1 },
     });
-    this.startWorker();
-    this.watchdog.start();
-  }
-
-  private startWorker(): void {
-    this.connection = queueConnection(this.config.values);
-    this.worker = new Worker('projections', (job) => this.process(job), {
-      connection: this.connection,
-      prefix: this.config.values.QUEUE_PREFIX,
-      concurrency: 1,
-    });
-    this.worker.on(
-      'error',
-      (err) =>
-        redisOutage.failed(err, 'worker projections') ||
-        this.logger.warn({ msg: 'projections worker error', error: err.message }),
-    );
-  }
-
-  /** A new worker on a new connection; the stuck one is closed without waiting for it (it may never answer). */
-  private replaceWorker(): void {
-    const [worker, connection] = [this.worker, this.connection];
-    this.startWorker();
-    worker?.close(true).catch(() => undefined);
-    if (connection instanceof Cluster) connection.disconnect();
-  }
-
-  process(job: Job): Promise<unknown> {
-    const run = () => this.handlers.route('projections', job);
-    return this.watchdog ? this.watchdog.track(run) : run();
+    this.worker.start();
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.watchdog?.stop();
     await this.worker?.close();
-    // A Cluster client given to BullMQ is ours to close.
-    if (this.connection instanceof Cluster) this.connection.disconnect();
   }
 
   private async catchUp() {
