@@ -1,5 +1,5 @@
 import { DIMENSION_TABLE_COLUMNS } from '../dimensions';
-import { METRIC_BY_ID, METRICS } from '../metric-names';
+import { METRICS } from '../metric-names';
 import type { RollupCell } from './rollup-batch';
 
 /** What runs SQL: the PrismaService or an interactive transaction of it. */
@@ -82,7 +82,7 @@ const COST_UNIT_INDEX = DIMENSION_TABLE_COLUMNS.indexOf('cost_unit');
 
 const toRecord = (c: RollupCell, dimsId: bigint) => ({
   project_id: c.projectId,
-  granularity: c.cube === 'scope' ? null : c.cube,
+  granularity: c.cube,
   name: c.name,
   bucket_start: new Date(c.bucketStart).toISOString(),
   dims_id: dimsId.toString(),
@@ -117,29 +117,49 @@ export async function upsertProjectRollups(
   );
 }
 
+type Measure = 'count' | 'sum' | 'min' | 'max' | 'costMicros' | 'costCount';
+
+/** Each measure's value in a cell, as the scoped cube's input takes it. */
+const MEASURE_OF: Record<Measure, (c: RollupCell) => string | number> = {
+  count: (c) => c.count,
+  sum: (c) => c.sum.toString(),
+  min: (c) => c.min,
+  max: (c) => c.max,
+  costMicros: (c) => c.costMicros.toString(),
+  costCount: (c) => c.costCount,
+};
+
 /**
  * The scoped cube's columns (prisma/migrations/20261201170000_scope_rollups_one_row_per_hour): one
  * row per (dimension tuple, hour), each metric's measures in columns suffixed with its id; only
  * the metrics that carry a cost have cost columns. The read side sees the rows one per metric,
  * through the metric_scope_rollups view.
  */
-export const SCOPE_HOUR_COLUMNS: readonly {
-  metric: number;
-  column: string;
-  type: string;
-  measure: keyof ScopeMeasures;
-}[] = METRICS.flatMap((m) => [
-  { metric: m.id, column: `count_${m.id}`, type: 'bigint', measure: 'count' as const },
-  { metric: m.id, column: `sum_${m.id}`, type: 'numeric', measure: 'sum' as const },
-  { metric: m.id, column: `min_${m.id}`, type: 'float8', measure: 'min' as const },
-  { metric: m.id, column: `max_${m.id}`, type: 'float8', measure: 'max' as const },
-  ...(m.cost === null
-    ? []
-    : [
-        { metric: m.id, column: `cost_micros_${m.id}`, type: 'bigint', measure: 'costMicros' as const },
-        { metric: m.id, column: `cost_count_${m.id}`, type: 'bigint', measure: 'costCount' as const },
-      ]),
-]);
+export const SCOPE_HOUR_COLUMNS: readonly { metric: number; column: string; type: string; measure: Measure }[] =
+  METRICS.flatMap((m) =>
+    (
+      [
+        ['count', 'count', 'bigint'],
+        ['sum', 'sum', 'numeric'],
+        ['min', 'min', 'float8'],
+        ['max', 'max', 'float8'],
+        ...(m.cost === null
+          ? []
+          : [
+              ['cost_micros', 'costMicros', 'bigint'],
+              ['cost_count', 'costCount', 'bigint'],
+            ]),
+      ] as [string, Measure, string][]
+    ).map(([name, measure, type]) => ({ metric: m.id, column: `${name}_${m.id}`, type, measure })),
+  );
+
+/** A metric's columns of the scoped cube, by measure. */
+const SCOPE_COLUMNS_OF = new Map(
+  METRICS.map((m) => [
+    m.id,
+    new Map(SCOPE_HOUR_COLUMNS.filter((c) => c.metric === m.id).map((c) => [c.measure, c.column])),
+  ]),
+);
 
 /**
  * The scoped cube as rows of one metric each, for the metrics asked for only (the
@@ -148,21 +168,13 @@ export const SCOPE_HOUR_COLUMNS: readonly {
  */
 export function scopeCellsSql(metricIds: readonly number[]): string {
   const values = metricIds.map((id) => {
-    const cost = METRIC_BY_ID.get(id)?.cost ? `h.cost_micros_${id}, h.cost_count_${id}` : '0::bigint, 0::bigint';
-    return `(${id}::smallint, h.count_${id}, h.sum_${id}, h.min_${id}, h.max_${id}, ${cost})`;
+    const cols = SCOPE_COLUMNS_OF.get(id)!;
+    const col = (m: Measure) => (cols.has(m) ? `h.${cols.get(m)}` : '0::bigint');
+    return `(${id}::smallint, ${(['count', 'sum', 'min', 'max', 'costMicros', 'costCount'] as const).map(col).join(', ')})`;
   });
   return `(SELECT h.project_id, h.dims_id, h.bucket_start, m.name, m.count, m.sum, m.min, m.max, m.cost_micros, m.cost_count
       FROM metric_scope_hours h CROSS JOIN LATERAL (VALUES ${values.join(', ')}) AS m(name, count, sum, min, max, cost_micros, cost_count)
      WHERE m.count <> 0)`;
-}
-
-interface ScopeMeasures {
-  count: number;
-  sum: string;
-  min: number;
-  max: number;
-  costMicros: string;
-  costCount: number;
 }
 
 /**
@@ -173,7 +185,7 @@ interface ScopeMeasures {
 function mergeScopeColumn(c: (typeof SCOPE_HOUR_COLUMNS)[number]): string {
   const [t, x] = [`metric_scope_hours.${c.column}`, `excluded.${c.column}`];
   if (c.measure === 'min' || c.measure === 'max') {
-    const count = `metric_scope_hours.count_${c.metric}`;
+    const count = `metric_scope_hours.${SCOPE_COLUMNS_OF.get(c.metric)!.get('count')}`;
     const widen = c.measure === 'min' ? 'least' : 'greatest';
     return `${c.column} = CASE WHEN coalesce(${count}, 0) = 0 THEN ${x} ELSE ${widen}(${t}, ${x}) END`;
   }
@@ -201,15 +213,7 @@ export async function upsertScopeRollups(db: SqlClient, cells: { cell: RollupCel
       };
       rows.set(key, row);
     }
-    const m = cell.name;
-    row[`count_${m}`] = cell.count;
-    row[`sum_${m}`] = cell.sum.toString();
-    row[`min_${m}`] = cell.min;
-    row[`max_${m}`] = cell.max;
-    if (METRIC_BY_ID.get(m)?.cost !== null) {
-      row[`cost_micros_${m}`] = cell.costMicros.toString();
-      row[`cost_count_${m}`] = cell.costCount;
-    }
+    for (const [measure, column] of SCOPE_COLUMNS_OF.get(cell.name)!) row[column] = MEASURE_OF[measure](cell);
   }
   await db.$executeRawUnsafe(SCOPE_UPSERT, JSON.stringify([...rows.values()]));
 }
@@ -239,7 +243,9 @@ export async function deleteEmptyRollups(db: SqlClient, cells: { cell: RollupCel
     keys,
   );
   // A scoped row goes once no metric of it has a record left (the view hides an emptied metric).
-  const empty = METRICS.map((m) => `coalesce(r.count_${m.id}, 0) = 0`).join(' AND ');
+  const empty = SCOPE_HOUR_COLUMNS.filter((c) => c.measure === 'count')
+    .map((c) => `coalesce(r.${c.column}, 0) = 0`)
+    .join(' AND ');
   await db.$executeRawUnsafe(
     `DELETE FROM metric_scope_hours r USING ${input}
       WHERE x.granularity IS NULL AND r.project_id = x.project_id AND r.dims_id = x.dims_id
