@@ -334,7 +334,8 @@ async function clearReservations(
   );
   // What the deleted reservations held (the guard reads holds, not reservations).
   await pool.query('DELETE FROM reservation_holds WHERE project_id = $1', [projectId]);
-  await pool.query('VACUUM (ANALYZE) reservations, reservation_holds, usage_counters');
+  await pool.query('DELETE FROM reservation_hold_totals WHERE project_id = $1', [projectId]);
+  await pool.query('VACUUM (ANALYZE) reservations, reservation_holds, reservation_hold_totals, usage_counters');
   await pool.query('VACUUM events, event_ids');
   return { reservations: Number(rows[0].n), open: Number(rows[0].open), xacts: Number(rows[0].xacts) };
 }

@@ -28,6 +28,7 @@ const DISTRIBUTED = [
   'usage_counters',
   'reservations',
   'reservation_holds',
+  'reservation_hold_totals',
   'metric_dimensions',
   'metric_rollups',
   'metric_scope_hours',

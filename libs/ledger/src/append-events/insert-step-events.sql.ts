@@ -7,6 +7,7 @@ import {
 } from '@tollgate/contracts';
 import type { Sql } from '@tollgate/database';
 import type { PricedCost } from '../pricing/price-step';
+import { heldColumns, holdTotalsSql } from '../reservations/hold-totals.sql';
 
 /** A step event as stored: its position, and whether it settled a reservation with more than it held. */
 export interface StoredStep {
@@ -170,8 +171,9 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
      unheld AS (
        DELETE FROM reservation_holds h USING (SELECT id, expires_at, unnest(scope_keys) AS scope_key FROM settled) x
         WHERE h.project_id = $2 AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
-       RETURNING 1
+       RETURNING ${heldColumns('h')}
      ),
+     unheld_totals AS (${holdTotalsSql('unheld', -1)}),
      settle_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT $2, 'tg:reservation:' || id || ':settled', now() FROM settled ORDER BY id

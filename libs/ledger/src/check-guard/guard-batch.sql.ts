@@ -7,6 +7,7 @@ import {
   logClaimedEventsSql,
 } from '../append-events/append-system-events.sql';
 import type { SystemEvent } from '../events';
+import { heldColumns, holdTotalsSql } from '../reservations/hold-totals.sql';
 import type { NewReservation } from './guard-decision';
 
 /** An open reservation a retried check gets back (or the state that makes the retry a conflict). */
@@ -123,8 +124,9 @@ const OUTCOME_SQL = `WITH rin AS (
        INSERT INTO reservation_holds (project_id, scope_key, expires_at, reservation_id, cost_micros, cost_unit, input_tokens, output_tokens)
        SELECT $2, k.scope_key, rin.expires_at, rin.id, rin.cost_micros, rin.cost_unit, rin.input_tokens, rin.output_tokens
          FROM rin JOIN made USING (id) CROSS JOIN LATERAL unnest(rin.scope_keys) AS k(scope_key)
-       RETURNING 1
+       RETURNING ${heldColumns('reservation_holds')}
      ),
+     held_totals AS (${holdTotalsSql('held', 1)}),
      ein AS (${eventRecordsSql('$3')}),
      kept AS (SELECT * FROM ein WHERE type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made)),
      claimed AS (${claimEventIdsSql('kept', '$2')}),

@@ -158,8 +158,9 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     const one = new PrismaService(db.url, 1);
     try {
       await one.pool.query('DELETE FROM reservation_holds');
+      await one.pool.query('DELETE FROM reservation_hold_totals');
       await one.pool.query('DELETE FROM reservations');
-      await one.pool.query('VACUUM ANALYZE reservation_holds, reservations');
+      await one.pool.query('VACUUM ANALYZE reservation_holds, reservation_hold_totals, reservations');
       const now = new Date();
       const requests = [{ scope: 'resource' as const, scopeId: 'quiet', window: '24h' as const }];
       // A reserving check reads in its transaction's opening, after its locks and its steps'
@@ -181,6 +182,11 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
            FROM generate_series(1, 20000) AS i`,
       );
       await one.pool.query(
+        `INSERT INTO reservation_hold_totals (project_id, scope_key, cost_unit, holds, cost_micros, input_tokens, output_tokens)
+         SELECT project_id, scope_key, cost_unit, count(*), sum(cost_micros), sum(input_tokens), sum(output_tokens)
+           FROM reservation_holds GROUP BY project_id, scope_key, cost_unit`,
+      );
+      await one.pool.query(
         `INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens,
                                    estimated_input_tokens, provider, model, created_at, expires_at)
          SELECT 'rsv-' || i, 'p1', 'step-' || i, ARRAY['resource:busy-' || (i % 500)], ARRAY['resource:busy-' || (i % 500)], 4500, 'USD',
@@ -192,7 +198,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
       const scans = async () => {
         await one.pool.query('SELECT pg_stat_force_next_flush()');
         const { rows } = await one.pool.query(
-          `SELECT sum(seq_scan)::int AS seq, sum(idx_tup_fetch)::int AS read FROM pg_stat_user_tables WHERE relname IN ('reservation_holds', 'reservations')`,
+          `SELECT sum(seq_scan)::int AS seq, sum(idx_tup_fetch)::int AS read FROM pg_stat_user_tables WHERE relname IN ('reservation_holds', 'reservation_hold_totals', 'reservations')`,
         );
         return rows[0] as { seq: number; read: number };
       };

@@ -46,6 +46,8 @@ const texts = new Map<string, string>();
  * The read's text for its raw branches (their scopes, in order): the counters, the raw edges and
  * the open reservations of any number of (scope, window) pairs, which arrive as arrays of segments.
  * Each segment is a parameterised index scan (OFFSET 0 keeps each lateral subquery a nested loop).
+ * A scope's open reservations are its hold totals less the holds that expired and are not swept
+ * yet: a few rows, however many reservations are open.
  * The text depends only on which scopes are read and how many window starts each has, so a
  * connection plans each shape once; a plan holding only the branches it uses costs less to start
  * on every execution (PostgreSQL checks and locks every relation of a cached plan each time).
@@ -72,8 +74,11 @@ function usageSql(branches: readonly Exclude<Scope, 'run'>[]): string {
       UNION ALL
       SELECT s.i, x.cost_unit, 0, 0, 0, 0, x.cost_micros, x.input_tokens, x.output_tokens
         FROM s CROSS JOIN LATERAL (
-          SELECT cost_unit, cost_micros, input_tokens, output_tokens FROM reservation_holds h
-           WHERE h.project_id = $1 AND h.scope_key = s.scope || ':' || s.scope_id AND h.expires_at > $8
+          SELECT cost_unit, cost_micros, input_tokens, output_tokens FROM reservation_hold_totals t
+           WHERE t.project_id = $1 AND t.scope_key = s.scope || ':' || s.scope_id
+          UNION ALL
+          SELECT cost_unit, -cost_micros, -input_tokens, -output_tokens FROM reservation_holds h
+           WHERE h.project_id = $1 AND h.scope_key = s.scope || ':' || s.scope_id AND h.expires_at <= $8
           OFFSET 0) x
        WHERE s.kind = 'x'
     ) AS u

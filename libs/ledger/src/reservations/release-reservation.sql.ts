@@ -1,4 +1,5 @@
 import type { Sql } from '@tollgate/database';
+import { heldColumns, holdTotalsSql } from './hold-totals.sql';
 
 export interface ClosedReservation {
   id: string;
@@ -26,8 +27,9 @@ export async function closeReservations(
      unheld AS (
        DELETE FROM reservation_holds h USING (SELECT project_id, id, expires_at, unnest(scope_keys) AS scope_key FROM closed) x
         WHERE h.project_id = x.project_id AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
-       RETURNING 1
+       RETURNING ${heldColumns('h')}
      ),
+     unheld_totals AS (${holdTotalsSql('unheld', -1)}),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT project_id, 'tg:reservation:' || id || ':released', now() FROM closed ORDER BY project_id, id
