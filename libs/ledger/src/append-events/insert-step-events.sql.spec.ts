@@ -3,6 +3,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
+import { newReservation } from '../check-guard/new-reservation.fixture';
 import { priceStep } from '../pricing/price-step';
 import { readExceededReservations } from '../reservations/exceeded.sql';
 import { closeReservations } from '../reservations/release-reservation.sql';
@@ -18,21 +19,12 @@ describe('insertStepEvents settling reservations (real PostgreSQL)', () => {
       prisma.sql,
       project,
       [
-        {
-          id,
-          stepId: `step-${id}`,
-          scopeKeys: ['resource:r1'],
-          contextKeys: ['resource:r1', 'run:t1'],
-          costMicros: 4500,
-          costUnit: 'USD',
+        newReservation(id, {
           inputTokens,
-          outputTokens: 200,
           rawInputTokens,
           provider: 'anthropic',
           model: 'claude-x',
-          createdAt: new Date(),
-          expiresAt: new Date(Date.now() + 60_000),
-        },
+        }),
       ],
       [],
     );

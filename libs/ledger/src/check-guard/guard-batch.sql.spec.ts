@@ -12,6 +12,7 @@ import {
   writeGuardOutcome,
 } from './guard-batch.sql';
 import type { NewReservation } from './guard-decision';
+import { newReservation } from './new-reservation.fixture';
 
 describe('guard batch statements (real PostgreSQL)', () => {
   const prisma = new PrismaService(TEST_DATABASE_URL, 4);
@@ -26,22 +27,8 @@ describe('guard batch statements (real PostgreSQL)', () => {
     await prisma.onModuleDestroy();
   });
 
-  const reservation = (stepId: string, over: Partial<NewReservation> = {}): NewReservation => ({
-    id: `rsv_${randomUUID().replace(/-/g, '')}`,
-    stepId,
-    scopeKeys: ['resource:r1'],
-    contextKeys: ['resource:r1', 'run:t1'],
-    costMicros: 4500,
-    costUnit: 'USD',
-    inputTokens: 1000,
-    outputTokens: 200,
-    rawInputTokens: 1000,
-    provider: 'openai',
-    model: 'gpt-4o',
-    createdAt: new Date(),
-    expiresAt: new Date(Date.now() + 60_000),
-    ...over,
-  });
+  const reservation = (stepId: string, over: Partial<NewReservation> = {}): NewReservation =>
+    newReservation(`rsv_${randomUUID().replace(/-/g, '')}`, { stepId, ...over });
   const reserved = (r: NewReservation): SystemEvent => ({
     type: 'BudgetReserved',
     eventId: systemEventId('reservation', r.id, 'reserved'),

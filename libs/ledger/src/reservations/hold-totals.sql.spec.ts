@@ -5,6 +5,7 @@ import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
 import type { NewReservation } from '../check-guard/guard-decision';
+import { newReservation } from '../check-guard/new-reservation.fixture';
 import { guardRead } from '../check-guard/read-scope-usage.sql';
 import { priceStep } from '../pricing/price-step';
 import { closeReservations } from './release-reservation.sql';
@@ -27,22 +28,8 @@ describe('reservation hold totals (real PostgreSQL)', () => {
     rsv = (name) => `rsv_${name}_${run}`;
   });
 
-  const reservation = (id: string, over: Partial<NewReservation> = {}): NewReservation => ({
-    id,
-    stepId: `step-${id}`,
-    scopeKeys: ['resource:r1', 'user:u1'],
-    contextKeys: ['resource:r1', 'user:u1', 'run:t1'],
-    costMicros: 4500,
-    costUnit: 'USD',
-    inputTokens: 1000,
-    outputTokens: 200,
-    rawInputTokens: 1000,
-    provider: 'openai',
-    model: 'gpt-4o',
-    createdAt: new Date(),
-    expiresAt: new Date(Date.now() + 60_000),
-    ...over,
-  });
+  const reservation = (id: string, over: Partial<NewReservation> = {}) =>
+    newReservation(id, { scopeKeys: ['resource:r1', 'user:u1'], ...over });
   const reserve = (...rs: NewReservation[]) => writeGuardOutcome(prisma.sql, project, rs, []);
   const settle = (reservationId: string) => {
     const e: StepUsageEvent = {

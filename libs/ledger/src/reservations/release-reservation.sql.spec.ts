@@ -2,6 +2,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
+import { newReservation } from '../check-guard/new-reservation.fixture';
 import { closeReservations, readReservation, readReservationContexts } from './release-reservation.sql';
 
 describe('reservation statements (real PostgreSQL)', () => {
@@ -10,28 +11,7 @@ describe('reservation statements (real PostgreSQL)', () => {
   afterAll(() => prisma.onModuleDestroy());
 
   const reserve = (project: string, id: string, expiresAt: Date, scopeKeys = ['resource:r1', 'user:u1']) =>
-    writeGuardOutcome(
-      prisma.sql,
-      project,
-      [
-        {
-          id,
-          stepId: `step-${id}`,
-          scopeKeys,
-          contextKeys: [...scopeKeys, 'run:t1'],
-          costMicros: 4500,
-          costUnit: 'USD',
-          inputTokens: 1000,
-          outputTokens: 200,
-          rawInputTokens: 1000,
-          provider: 'openai',
-          model: 'gpt-4o',
-          createdAt: new Date(),
-          expiresAt,
-        },
-      ],
-      [],
-    );
+    writeGuardOutcome(prisma.sql, project, [newReservation(id, { scopeKeys, expiresAt })], []);
   const released = (project: string) =>
     prisma.sql.query<{ event_id: string; reservation_id: string; data: unknown }>(
       `SELECT event_id, reservation_id, data FROM events WHERE project_id = $1 AND type = 'ReservationReleased' ORDER BY event_id`,
