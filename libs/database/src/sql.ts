@@ -46,7 +46,7 @@ export interface TxSql extends Sql {
    * Runs `statement` and COMMIT in one round trip, and returns the rows of `statement` (of its
    * last statement, when it is a text of several). The transaction ends there.
    */
-  commitWith<T = Record<string, unknown>>(statement: Statement): Promise<T[]>;
+  commitWith<T = Record<string, unknown>>(statement: Statement, before?: readonly Statement[]): Promise<T[]>;
 }
 
 export function poolSql(pool: Pool | PoolClient): Sql {
@@ -186,8 +186,8 @@ export async function inTransaction<T>(
   let committed = false;
   const tx: TxSql = {
     ...poolSql(client),
-    async commitWith<R>(statement: Statement): Promise<R[]> {
-      const [rows] = await run([statement, 'COMMIT']);
+    async commitWith<R>(statement: Statement, before: readonly Statement[] = []): Promise<R[]> {
+      const rows = (await run([...before, statement, 'COMMIT']))[before.length];
       committed = true;
       return rows as R[];
     },

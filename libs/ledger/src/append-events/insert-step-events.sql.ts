@@ -173,7 +173,7 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
         WHERE h.project_id = $2 AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
        RETURNING ${heldColumns('h')}
      ),
-     unheld_totals AS (${holdTotalsSql('unheld', -1)}),
+     unheld_totals AS (${holdTotalsSql([['unheld', -1]])}),
      settle_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT $2, 'tg:reservation:' || id || ':settled', now() FROM settled ORDER BY id

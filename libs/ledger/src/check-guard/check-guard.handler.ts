@@ -289,13 +289,17 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
             denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })),
           );
         }
-        // Sent with COMMIT, on the plan the connection has cached for it.
+        // Sent with COMMIT, on the plan the connection has cached for it (made with its indexes:
+        // it takes out the batch's expired holds). The locks of every scope it reaps are ours.
         const outcome = guardOutcomeStatement(
           projectId,
           decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
           decided.flatMap((d) => d.outcome.events),
+          { scopeKeys: keys, expiredBy: at },
         );
-        const made = outcome ? madeReservations(await tx.commitWith(outcome)) : new Set<string>();
+        const made = outcome
+          ? madeReservations(await tx.commitWith(outcome, ['SET LOCAL enable_seqscan = off']))
+          : new Set<string>();
         // A step reserved by another replica between our read and our insert keeps that
         // reservation (committed too, so it is read outside the transaction).
         const lost = decided

@@ -89,10 +89,22 @@ export function guardOutcomeStatement(
   projectId: string,
   reservations: readonly NewReservation[],
   events: readonly SystemEvent[],
+  reap: Reap = NO_REAP,
 ): Executable | null {
   if (!reservations.length && !events.length) return null;
-  return { text: OUTCOME_SQL, params: outcomeParams(projectId, reservations, events) };
+  return {
+    text: OUTCOME_SQL,
+    params: [...outcomeParams(projectId, reservations, events), [...reap.scopeKeys], reap.expiredBy.toISOString()],
+  };
 }
+
+/** The scopes (their locks held) whose holds expired by `expiredBy` an outcome takes out. */
+export interface Reap {
+  scopeKeys: readonly string[];
+  expiredBy: Date;
+}
+
+const NO_REAP: Reap = { scopeKeys: [], expiredBy: new Date(0) };
 
 /** The ids of the reservations an outcome statement made. */
 export const madeReservations = (rows: readonly Record<string, unknown>[]) => new Set(rows.map((r) => String(r.id)));
@@ -103,8 +115,9 @@ export async function writeGuardOutcome(
   projectId: string,
   reservations: readonly NewReservation[],
   events: readonly SystemEvent[],
+  reap?: Reap,
 ): Promise<Set<string>> {
-  const statement = guardOutcomeStatement(projectId, reservations, events);
+  const statement = guardOutcomeStatement(projectId, reservations, events, reap);
   return statement ? madeReservations(await db.query(statement.text, ...statement.params)) : new Set();
 }
 
@@ -126,7 +139,17 @@ const OUTCOME_SQL = `WITH rin AS (
          FROM rin JOIN made USING (id) CROSS JOIN LATERAL unnest(rin.scope_keys) AS k(scope_key)
        RETURNING ${heldColumns('reservation_holds')}
      ),
-     held_totals AS (${holdTotalsSql('held', 1)}),
+     -- The batch's scopes' holds past their expiry, which hold nothing any more: taken out here, so
+     -- that the reads of these scopes never walk them, whether or not the sweeper runs.
+     reaped AS (
+       DELETE FROM reservation_holds h
+        WHERE h.project_id = $2 AND h.scope_key = ANY($4::text[]) AND h.expires_at <= $5::timestamptz
+       RETURNING ${heldColumns('h')}
+     ),
+     held_totals AS (${holdTotalsSql([
+       ['held', 1],
+       ['reaped', -1],
+     ])}),
      ein AS (${eventRecordsSql('$3')}),
      kept AS (SELECT * FROM ein WHERE type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made)),
      claimed AS (${claimEventIdsSql('kept', '$2')}),

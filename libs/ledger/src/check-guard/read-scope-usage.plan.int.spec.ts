@@ -3,7 +3,8 @@ import type { StepUsageEvent } from '@tollgate/contracts';
 import { ownDatabase } from '../../../../test/support/own-database';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { priceStep } from '../pricing/price-step';
-import { lockScopesStatements } from './guard-batch.sql';
+import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
+import { newReservation } from './new-reservation.fixture';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**
@@ -173,14 +174,30 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
           withIndexPlans([...lockScopesStatements('p1', ['resource:quiet'], ['step-quiet']), read.statement]),
         );
       };
+      // A reserving check's outcome takes its scopes' expired holds out: its plan is made with
+      // its indexes too, though planned on empty tables.
+      let reservations = 0;
+      const reserve = () =>
+        one.transaction(async (tx) => {
+          const outcome = guardOutcomeStatement(
+            'p1',
+            [newReservation(`rsv-plan-${++reservations}`, { scopeKeys: ['resource:busy-0'] })],
+            [],
+            { scopeKeys: ['resource:busy-0'], expiredBy: now },
+          );
+          return tx.commitWith(outcome!, ['SET LOCAL enable_seqscan = off']);
+        }, 5_000);
       // The first checks on this connection plan it while there is no open reservation.
       await guardRead(one, 'p1', requests, now);
       await inTransaction();
+      await reserve();
       await one.pool.query(
         `INSERT INTO reservation_holds (project_id, scope_key, expires_at, reservation_id, cost_micros, cost_unit, input_tokens, output_tokens)
          SELECT 'p1', 'resource:busy-' || (i % 500), now() + interval '10 minutes', 'rsv-' || i, 4500, 'USD', 1000, 200
            FROM generate_series(1, 20000) AS i`,
       );
+      // The totals of what the bulk insert holds, with the reservation made above.
+      await one.pool.query('DELETE FROM reservation_hold_totals');
       await one.pool.query(
         `INSERT INTO reservation_hold_totals (project_id, scope_key, cost_unit, holds, cost_micros, input_tokens, output_tokens)
          SELECT project_id, scope_key, cost_unit, count(*), sum(cost_micros), sum(input_tokens), sum(output_tokens)
@@ -206,6 +223,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
       for (let i = 0; i < 5; i++) {
         for (const usage of [await guardRead(one, 'p1', requests, now), await inTransaction()])
           expect([...usage.values()][0].reservedInputTokens).toBe(0);
+        expect(await reserve()).toHaveLength(1);
       }
       const after = await scans();
       expect(after.seq).toBe(before.seq);

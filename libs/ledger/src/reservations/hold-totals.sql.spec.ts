@@ -123,6 +123,29 @@ describe('reservation hold totals (real PostgreSQL)', () => {
     expect(await read()).toEqual({ cost: { USD: 4500 }, input: 1000, output: 200 });
   });
 
+  it("takes a scope's expired holds out with the next reservation on it, sweeper or not", async () => {
+    const past = new Date(Date.now() - 1_000);
+    await reserve(...Array.from({ length: 500 }, (_, i) => reservation(rsv(`old${i}`), { expiresAt: past })));
+    await writeGuardOutcome(prisma.sql, project, [reservation(rsv('new'), { scopeKeys: ['resource:r1'] })], [], {
+      scopeKeys: ['resource:r1'],
+      expiredBy: new Date(),
+    });
+    const left = await prisma.sql.query<{ scope_key: string; n: number }>(
+      'SELECT scope_key, count(*)::int AS n FROM reservation_holds WHERE project_id = $1 GROUP BY scope_key ORDER BY scope_key',
+      project,
+    );
+    // Only the scopes the reservation was made under: user:u1's expired holds wait for the sweeper.
+    expect(left).toEqual([
+      { scope_key: 'resource:r1', n: 1 },
+      { scope_key: 'user:u1', n: 500 },
+    ]);
+    await expectTotalsToMatchHolds(2);
+    // Their reservations are still the sweeper's to lapse (and to log), and it takes nothing twice.
+    const lapsed = await closeReservations(prisma.sql, { expiredBefore: new Date() }, 'lapsed');
+    expect(lapsed.filter((r) => r.project_id === project)).toHaveLength(500);
+    await expectTotalsToMatchHolds(1);
+  });
+
   it("reads a scope's totals, not each of its open holds", async () => {
     await reserve(
       ...Array.from({ length: 3000 }, (_, i) => reservation(rsv(`many${i}`), { scopeKeys: ['resource:r1'] })),

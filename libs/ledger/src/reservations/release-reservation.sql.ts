@@ -29,7 +29,7 @@ export async function closeReservations(
         WHERE h.project_id = x.project_id AND h.scope_key = x.scope_key AND h.expires_at = x.expires_at AND h.reservation_id = x.id
        RETURNING ${heldColumns('h')}
      ),
-     unheld_totals AS (${holdTotalsSql('unheld', -1)}),
+     unheld_totals AS (${holdTotalsSql([['unheld', -1]])}),
      claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT project_id, 'tg:reservation:' || id || ':released', now() FROM closed ORDER BY project_id, id
