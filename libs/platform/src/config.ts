@@ -71,6 +71,11 @@ const configSchema = z
     /** Group commits a process runs at once (each holds one pooled connection). */
     GUARD_MAX_CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(64).default(4),
     /**
+     * Group commits of one project at once: with one, its checks that arrive meanwhile go in its
+     * next batch (fewer, larger transactions); other projects' run beside it.
+     */
+    GUARD_BATCHES_PER_PROJECT: z.coerce.number().int().min(1).max(64).default(1),
+    /**
      * Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. On a
      * Redis Cluster it must be hash-tagged (`{tollgate}`): a queue's keys must share one slot.
      */

@@ -91,6 +91,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         maxBatch: v.GUARD_GROUP_COMMIT === 'on' ? v.GUARD_MAX_BATCH : 1,
         // Leave the pool to ingest too: a batch holds one connection for its transaction.
         maxConcurrent: Math.max(1, Math.min(v.GUARD_MAX_CONCURRENT_BATCHES, Math.floor(prisma.poolSize / 2))),
+        maxPerLane: v.GUARD_BATCHES_PER_PROJECT,
         maxWaitMs: v.GUARD_QUEUE_WAIT_MS,
         maxQueuedPerKey: v.GUARD_QUEUE_MAX_PER_KEY,
       },

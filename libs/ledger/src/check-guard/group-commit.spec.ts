@@ -4,7 +4,7 @@ import { GroupCommit, type GroupCommitOptions } from './group-commit';
 function harness(options: Partial<GroupCommitOptions> = {}) {
   const batches: { lane: string; items: string[]; finish: () => void; fail: (e: Error) => void }[] = [];
   const commits = new GroupCommit<string, string>(
-    { maxBatch: 100, maxConcurrent: 2, maxWaitMs: 60_000, maxQueuedPerKey: 1000, ...options },
+    { maxBatch: 100, maxConcurrent: 2, maxPerLane: 2, maxWaitMs: 60_000, maxQueuedPerKey: 1000, ...options },
     (lane, items) =>
       new Promise((resolve, reject) => {
         batches.push({ lane, items, finish: () => resolve(items.map((i) => `done:${i}`)), fail: reject });
@@ -52,6 +52,25 @@ describe('GroupCommit', () => {
     batches[2].finish();
     await flush();
     expect(batches.map((b) => b.items)).toEqual([['a'], ['d'], ['b'], ['c']]);
+  });
+
+  it("given one batch per project, then a project's checks on other budgets wait for its next batch, other projects' do not", async () => {
+    const { commits, batches } = harness({ maxConcurrent: 4, maxPerLane: 1 });
+    void commits.submit('p1', ['resource:a'], 'a');
+    void commits.submit('p1', ['resource:b'], 'b');
+    void commits.submit('p1', ['resource:c'], 'c');
+    void commits.submit('p2', ['resource:x'], 'x');
+    expect(batches.map((b) => [b.lane, b.items])).toEqual([
+      ['p1', ['a']],
+      ['p2', ['x']],
+    ]);
+    batches[0].finish();
+    await flush();
+    expect(batches.map((b) => [b.lane, b.items])).toEqual([
+      ['p1', ['a']],
+      ['p2', ['x']],
+      ['p1', ['b', 'c']],
+    ]);
   });
 
   it('keeps projects apart: a batch holds one project', async () => {

@@ -2,7 +2,7 @@
  * Queues reserving checks per scope key and hands them to `run` in batches (group commit):
  * - a batch takes, in arrival order, every waiting check of one lane (a project) whose keys no
  *   running batch holds, so one transaction decides many checks of a hot budget, each after those
- *   that arrived before it;
+ *   that arrived before it; a lane runs at most `maxPerLane` batches at once;
  * - a check never overtakes an earlier one that shares a key with it;
  * - waiting is bounded: a check still queued after `maxWaitMs`, or arriving at a key with
  *   `maxQueuedPerKey` checks already queued, is answered busy — before anything was done for it,
@@ -12,6 +12,11 @@
 export interface GroupCommitOptions {
   maxBatch: number;
   maxConcurrent: number;
+  /**
+   * Batches of one lane at once: with one, a project's checks that arrive while its batch runs all
+   * go in its next one (fewer, larger transactions), while other projects' batches run beside it.
+   */
+  maxPerLane: number;
   maxWaitMs: number;
   maxQueuedPerKey: number;
 }
@@ -32,6 +37,7 @@ export class GroupCommit<T, R> {
   private readonly held = new Set<string>();
   private readonly queuedPerKey = new Map<string, number>();
   private running = 0;
+  private readonly runningPerLane = new Map<string, number>();
   /** Moving average of a batch's duration, for retry hints. */
   private batchMs = 5;
 
@@ -91,7 +97,7 @@ export class GroupCommit<T, R> {
       for (const e of this.pending) {
         const free =
           batch.length < this.options.maxBatch &&
-          (lane === undefined || e.lane === lane) &&
+          (lane === undefined ? (this.runningPerLane.get(e.lane) ?? 0) < this.options.maxPerLane : e.lane === lane) &&
           !e.keys.some((k) => this.held.has(k) || blocked.has(k));
         if (free) {
           batch.push(e);
@@ -111,6 +117,7 @@ export class GroupCommit<T, R> {
       }
       for (const k of keys) this.held.add(k);
       this.running++;
+      this.runningPerLane.set(lane!, (this.runningPerLane.get(lane!) ?? 0) + 1);
       void this.execute(lane!, batch, keys);
     }
   }
@@ -129,6 +136,9 @@ export class GroupCommit<T, R> {
       this.batchMs = this.batchMs * 0.8 + (performance.now() - started) * 0.2;
       for (const k of keys) this.held.delete(k);
       this.running--;
+      const lanes = (this.runningPerLane.get(lane) ?? 1) - 1;
+      if (lanes > 0) this.runningPerLane.set(lane, lanes);
+      else this.runningPerLane.delete(lane);
       this.schedule();
     }
   }
