@@ -44,7 +44,8 @@ export type Statement = string | Executable;
 export interface TxSql extends Sql {
   /**
    * Runs `statement` and COMMIT in one round trip, and returns the rows of `statement` (of its
-   * last statement, when it is a text of several). The transaction ends there.
+   * last statement, when it is a text of several). The transaction ends there. `before` are sent
+   * ahead of it in the same trip (a setting its plan needs, such as {@link INDEX_PLANS}).
    */
   commitWith<T = Record<string, unknown>>(statement: Statement, before?: readonly Statement[]): Promise<T[]>;
 }
@@ -158,6 +159,9 @@ const timeouts = (timeoutMs?: number): string[] => {
   return [`SET LOCAL lock_timeout = ${ms}`, `SET LOCAL statement_timeout = ${ms}`];
 };
 
+/** What {@link withIndexPlans} opens with: for statements that end the transaction (see commitWith). */
+export const INDEX_PLANS = 'SET LOCAL enable_seqscan = off';
+
 /**
  * `statements` of a transaction planned without sequential scans, the setting restored after
  * them: for statements prepared once per connection (their plan kept for its life) on tables that
@@ -165,7 +169,7 @@ const timeouts = (timeoutMs?: number): string[] => {
  * hour's open reservations — and must not be scanned whole once they have grown.
  */
 export function withIndexPlans(statements: readonly Statement[]): Statement[] {
-  return ['SET LOCAL enable_seqscan = off', ...statements, 'SET LOCAL enable_seqscan = on'];
+  return [INDEX_PLANS, ...statements, 'SET LOCAL enable_seqscan = on'];
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
-import { EventPartitions, PrismaService, withIndexPlans } from '@tollgate/database';
+import { EventPartitions, INDEX_PLANS, PrismaService, withIndexPlans } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
 import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/telemetry/metrics';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
@@ -298,9 +298,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           decided.flatMap((d) => d.outcome.events),
           { scopeKeys: keys, expiredBy: at },
         );
-        const made = outcome
-          ? madeReservations(await tx.commitWith(outcome, ['SET LOCAL enable_seqscan = off']))
-          : new Set<string>();
+        const made = outcome ? madeReservations(await tx.commitWith(outcome, [INDEX_PLANS])) : new Set<string>();
         // A step reserved by another replica between our read and our insert keeps that
         // reservation (committed too, so it is read outside the transaction).
         const lost = decided

@@ -1,4 +1,4 @@
-import { EventPartitions, migrationsDir, PrismaService, withIndexPlans } from '@tollgate/database';
+import { EventPartitions, INDEX_PLANS, migrationsDir, PrismaService, withIndexPlans } from '@tollgate/database';
 import type { StepUsageEvent } from '@tollgate/contracts';
 import { ownDatabase } from '../../../../test/support/own-database';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
@@ -185,7 +185,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
             [],
             { scopeKeys: ['resource:busy-0'], expiredBy: now },
           );
-          return tx.commitWith(outcome!, ['SET LOCAL enable_seqscan = off']);
+          return tx.commitWith(outcome!, [INDEX_PLANS]);
         }, 5_000);
       // The first checks on this connection plan it while there is no open reservation.
       await guardRead(one, 'p1', requests, now);

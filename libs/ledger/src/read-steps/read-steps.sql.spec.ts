@@ -3,6 +3,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
+import { newReservation } from '../check-guard/new-reservation.fixture';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { priceStep } from '../pricing/price-step';
 import { readLatency, readRun, readSteps, type StepFilter } from './read-steps.sql';
@@ -187,21 +188,12 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
   it("shows a step's reservation, who settled it, and whether the step passed it; a run lists its steps and guard events oldest first", async () => {
     const project = `p-${randomUUID()}`;
     const reserve = (id: string, at: number) => ({
-      reservation: {
-        id,
-        stepId: `step-${id}`,
+      reservation: newReservation(id, {
         scopeKeys: ['run:run-9'],
         contextKeys: ['run:run-9'],
-        costMicros: 4500,
-        costUnit: 'USD',
-        inputTokens: 1000,
-        outputTokens: 200,
-        rawInputTokens: 1000,
-        provider: 'openai',
-        model: 'gpt-4o',
         createdAt: new Date(at),
         expiresAt: new Date(at + 10 * MIN),
-      },
+      }),
       event: {
         type: 'BudgetReserved' as const,
         eventId: `tg:reservation:${id}:reserved`,
