@@ -305,7 +305,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           .filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id))
           .map((d) => d.check.request.stepId!);
         const theirs = lost.length
-          ? await readExistingReservations(this.prisma.sql, projectId, lost)
+          ? await readExistingReservations(this.prisma, projectId, lost)
           : new Map<string, ExistingReservation>();
         return results.map((r) => {
           if (!('outcome' in r)) return r;

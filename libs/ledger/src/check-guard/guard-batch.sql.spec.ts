@@ -1,4 +1,4 @@
-import { EventPartitions, inTransaction, PrismaService } from '@tollgate/database';
+import { EventPartitions, inTransaction, PrismaService, withIndexPlans } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
@@ -94,7 +94,47 @@ describe('guard batch statements (real PostgreSQL)', () => {
       input_tokens: '1000',
       expires_at: r.expiresAt.toISOString(),
     });
-    expect([...(await readExistingReservations(prisma.sql, project, [tricky])).keys()]).toEqual([tricky]);
+    expect([...(await readExistingReservations(prisma, project, [tricky])).keys()]).toEqual([tricky]);
+  });
+
+  /**
+   * Every reserving check looks its step's reservation up. The table's statistics are older than
+   * the project's growth (a new project, autovacuum off or late): the lookup must still read the
+   * step's own entry, not every reservation of the project, which grows with every check.
+   */
+  it("looks each step's reservation up by its step id, whatever the statistics say of the project", async () => {
+    const one = new PrismaService(TEST_DATABASE_URL, 1);
+    try {
+      const project = `p-${randomUUID()}`;
+      await one.pool.query('ANALYZE reservations');
+      await one.pool.query(
+        `INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens, created_at, expires_at)
+         SELECT 'rsv-' || $1 || i, $1, 'step-' || i, ARRAY['resource:r1'], ARRAY['resource:r1'], 4500, 'USD', 1000, 200, now(), now() + interval '10 minutes'
+           FROM generate_series(1, 3000) AS i`,
+        [project],
+      );
+      const rowsRead = async () => {
+        await one.pool.query('SELECT pg_stat_force_next_flush()');
+        const { rows } = await one.pool.query(
+          `SELECT (seq_tup_read + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'reservations'`,
+        );
+        return rows[0].n as number;
+      };
+      for (let i = 0; i < 7; i++) {
+        const before = await rowsRead();
+        const seen = await one.transaction(
+          // [off, locks, existing, on]
+          async (_tx, opened) => existingByStep(opened[2]),
+          5000,
+          withIndexPlans(lockScopesStatements(project, ['resource:r1'], [`step-${17 + i}`, 'step-none'])),
+        );
+        expect([...seen.keys()]).toEqual([`step-${17 + i}`]);
+        expect((await readExistingReservations(one, project, ['step-18'])).get('step-18')?.status).toBe('open');
+        expect((await rowsRead()) - before).toBeLessThan(10);
+      }
+    } finally {
+      await one.onModuleDestroy();
+    }
   });
 
   it('writeGuardOutcome stores reservations and their events; a step that already has one keeps it, and no second BudgetReserved is logged', async () => {
@@ -133,7 +173,7 @@ describe('guard batch statements (real PostgreSQL)', () => {
     );
     expect(events.map((e) => e.type)).toEqual(['BudgetReserved', 'GuardDecided']);
 
-    expect(await readExistingReservations(prisma.sql, project, ['step-1', 'step-9'])).toEqual(
+    expect(await readExistingReservations(prisma, project, ['step-1', 'step-9'])).toEqual(
       new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]),
     );
   });

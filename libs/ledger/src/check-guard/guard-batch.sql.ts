@@ -1,4 +1,11 @@
-import { inlined, type Executable, type Sql, type Statement } from '@tollgate/database';
+import {
+  inlined,
+  withIndexPlans,
+  type Executable,
+  type PrismaService,
+  type Sql,
+  type Statement,
+} from '@tollgate/database';
 import { createHash } from 'node:crypto';
 import {
   claimEventIdsSql,
@@ -30,11 +37,26 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
   return createHash('sha256').update(`${projectId}\u001f${scopeKey}`).digest().readBigInt64BE(0);
 }
 
+/**
+ * Planned with its values each time, not prepared: a plan made while the table is nearly empty
+ * costs every index the same, and a generic one kept from then looked the steps up through the
+ * primary key's project column, reading every reservation of the project on every check.
+ */
+const existingStatement = (projectId: string, stepIds: readonly string[]) =>
+  inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] });
+
 /** Takes the advisory locks of its array, in the array's order. */
 const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigint[]) AS l(id)';
 
-const EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
-  FROM reservations WHERE project_id = $1 AND step_id = ANY($2::text[])`;
+/**
+ * One index probe per step: equality on both columns of the (project, step) key, whatever the
+ * statistics say. As `step_id = ANY(...)` the planner, told the project is small (statistics
+ * taken before it grew), kept the step ids as a filter over the project's whole range of the
+ * index, so every check read every reservation of its project.
+ */
+const EXISTING_SQL = `SELECT r.id, r.step_id, r.status, r.cost_micros::text, r.cost_unit, r.input_tokens::text, r.output_tokens::text, r.expires_at
+  FROM unnest($2::text[]) AS s(step_id) CROSS JOIN LATERAL (
+    SELECT * FROM reservations r WHERE r.project_id = $1 AND r.step_id = s.step_id OFFSET 0) r`;
 
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
@@ -53,10 +75,7 @@ export function lockScopesStatements(
     a < b ? -1 : a > b ? 1 : 0,
   );
   const locks = ids.length ? [{ text: LOCKS_SQL, params: [ids.map(String)] }] : [];
-  // Planned with its values each time, not prepared: a generic plan of it, made on an empty table
-  // or even at 4,000 reservations, kept the step ids as a filter over the project's whole range
-  // of the index, so every check read every reservation of its project (see inlined).
-  return [...locks, inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] })];
+  return [...locks, existingStatement(projectId, stepIds)];
 }
 
 /** The rows of {@link lockScopesStatements}' last statement, by step id. */
@@ -71,11 +90,12 @@ export function existingByStep(rows: readonly Record<string, unknown>[]): Map<st
 
 /** The reservations some steps hold (rare: a retried step, or one reserved by another replica meanwhile). */
 export async function readExistingReservations(
-  tx: Sql,
+  prisma: PrismaService,
   projectId: string,
   stepIds: readonly string[],
 ): Promise<Map<string, ExistingReservation>> {
-  return existingByStep(await tx.query(EXISTING_SQL, projectId, stepIds));
+  const [, rows] = await prisma.oneTrip(withIndexPlans([existingStatement(projectId, stepIds)]));
+  return existingByStep(rows);
 }
 
 /**
