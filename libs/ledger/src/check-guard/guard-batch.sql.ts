@@ -160,10 +160,16 @@ const OUTCOME_SQL = `WITH rin AS (
        RETURNING ${heldColumns('reservation_holds')}
      ),
      -- The batch's scopes' holds past their expiry, which hold nothing any more: taken out here, so
-     -- that the reads of these scopes never walk them, whether or not the sweeper runs.
+     -- that the reads of these scopes never walk them, whether or not the sweeper runs. Found one
+     -- scope at a time, by the leading columns of the key (as scope_key = ANY(...) the planner may
+     -- bound the scan by the project alone and walk every hold of it), and deleted by row address.
      reaped AS (
        DELETE FROM reservation_holds h
-        WHERE h.project_id = $2 AND h.scope_key = ANY($4::text[]) AND h.expires_at <= $5::timestamptz
+        WHERE h.ctid = ANY(ARRAY(
+          SELECT e.ctid FROM unnest($4::text[]) AS k(scope_key) CROSS JOIN LATERAL (
+            SELECT ctid FROM reservation_holds e
+             WHERE e.project_id = $2 AND e.scope_key = k.scope_key AND e.expires_at <= $5::timestamptz
+            OFFSET 0) e))
        RETURNING ${heldColumns('h')}
      ),
      held_totals AS (${holdTotalsSql([
