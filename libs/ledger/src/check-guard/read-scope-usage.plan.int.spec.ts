@@ -3,6 +3,7 @@ import type { StepUsageEvent } from '@tollgate/contracts';
 import { ownDatabase } from '../../../../test/support/own-database';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { priceStep } from '../pricing/price-step';
+import { closeReservations } from '../reservations/release-reservation.sql';
 import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
 import { newReservation } from './new-reservation.fixture';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
@@ -238,9 +239,31 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
         );
         return rows[0].n as number;
       };
-      const pagesBefore = await holdPages();
+      let pagesBefore = await holdPages();
       for (let i = 0; i < 5; i++) await reserve();
       expect((await holdPages()) - pagesBefore).toBeLessThan(5 * 12);
+      // So do a step that settles its reservation and a release: each takes out its own holds.
+      pagesBefore = await holdPages();
+      for (let i = 1; i <= 5; i++) {
+        const event: StepUsageEvent = {
+          eventId: `settles-${i}`,
+          occurredAt: now.toISOString(),
+          resourceId: 'busy-0',
+          reservationId: `rsv-plan-${i}`,
+          provider: 'openai',
+          model: 'gpt-4o',
+          usage: { inputTokens: 1000, outputTokens: 100 },
+        };
+        await insertStepEvents(one.sql, 'p1', [{ event, occurredAt: now, cost: priceStep(event, now, []) }]);
+        expect(await closeReservations(one.sql, { projectId: 'p1', id: `rsv-plan-${i + 5}` }, 'released')).toHaveLength(
+          1,
+        );
+      }
+      expect((await holdPages()) - pagesBefore).toBeLessThan(10 * 12);
+      const { rows: left } = await one.pool.query(
+        `SELECT count(*)::int AS n FROM reservation_holds WHERE reservation_id LIKE 'rsv-plan-%'`,
+      );
+      expect(left).toEqual([{ n: reservations - 10 }]);
     } finally {
       await one.onModuleDestroy();
     }
