@@ -43,7 +43,9 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
  * primary key's project column, reading every reservation of the project on every check.
  */
 const existingStatement = (projectId: string, stepIds: readonly string[]) =>
-  inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] });
+  stepIds.length === 1
+    ? inlined({ text: ONE_EXISTING_SQL, params: [projectId, stepIds[0]] })
+    : inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] });
 
 /** Takes the advisory locks of its array, in the array's order. */
 const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigint[]) AS l(id)';
@@ -57,6 +59,10 @@ const LOCKS_SQL = 'SELECT count(pg_advisory_xact_lock(id)) FROM unnest($1::bigin
 const EXISTING_SQL = `SELECT r.id, r.step_id, r.status, r.cost_micros::text, r.cost_unit, r.input_tokens::text, r.output_tokens::text, r.expires_at
   FROM unnest($2::text[]) AS s(step_id) CROSS JOIN LATERAL (
     SELECT * FROM reservations r WHERE r.project_id = $1 AND r.step_id = s.step_id OFFSET 0) r`;
+
+/** {@link EXISTING_SQL} for one step (one agent's check): half the planning. */
+const ONE_EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_unit, input_tokens::text, output_tokens::text, expires_at
+  FROM reservations WHERE project_id = $1 AND step_id = $2`;
 
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
