@@ -37,6 +37,7 @@ import { GroupCommit } from './group-commit';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql';
+import { ReapedUntil } from './reaped-until';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -74,6 +75,7 @@ class ReadTimeout extends Error {}
 export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheckResponse> {
   private readonly logger = new Logger('guard');
   private readonly reads = new CoalescedReads<UsageRead>();
+  private readonly reaped = new ReapedUntil();
   private readonly commits: GroupCommit<LoadedCheck, CheckResult>;
 
   constructor(
@@ -224,7 +226,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   private async read(projectId: string, requests: UsageRequest[]): Promise<UsageRead> {
     const at = this.clock.now();
     guardUsageReads.inc();
-    return { at, usage: await guardRead(this.prisma, projectId, requests, at, this.config.values.GUARD_TIMEOUT_MS) };
+    const usage = await guardRead(this.prisma, projectId, requests, at, this.config.values.GUARD_TIMEOUT_MS, (k) =>
+      this.reaped.of(projectId, k),
+    );
+    return { at, usage };
   }
 
   private decisionContext(at: Date) {
@@ -249,7 +254,9 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // a wait makes it start earlier, never later, and has no upper edge (see readScopeUsage).
     const at = this.clock.now();
     guardUsageReads.inc();
-    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at);
+    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at, (k) =>
+      this.reaped.of(projectId, k),
+    );
     // Both the locks' statements and the read run on plans the connection keeps.
     const opening = withIndexPlans([
       ...lockScopesStatements(
@@ -296,9 +303,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           projectId,
           decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
           decided.flatMap((d) => d.outcome.events),
-          { scopeKeys: keys, expiredBy: at },
+          { scopeKeys: keys, expiredBy: at, after: keys.map((k) => this.reaped.of(projectId, k)) },
         );
         const made = outcome ? madeReservations(await tx.commitWith(outcome, [INDEX_PLANS])) : new Set<string>();
+        if (outcome) this.reaped.reaped(projectId, keys, at.getTime());
         // A step reserved by another replica between our read and our insert keeps that
         // reservation (committed too, so it is read outside the transaction).
         const lost = decided

@@ -120,17 +120,29 @@ export function guardOutcomeStatement(
   if (!reservations.length && !events.length) return null;
   return {
     text: OUTCOME_SQL,
-    params: [...outcomeParams(projectId, reservations, events), [...reap.scopeKeys], reap.expiredBy.toISOString()],
+    params: [
+      ...outcomeParams(projectId, reservations, events),
+      [...reap.scopeKeys],
+      reap.expiredBy.toISOString(),
+      reap.scopeKeys.map((_, i) => timestamp(reap.after?.[i] ?? -Infinity)),
+    ],
   };
 }
 
-/** The scopes (their locks held) whose holds expired by `expiredBy` an outcome takes out. */
+/**
+ * The scopes (their locks held) whose holds expired by `expiredBy` an outcome takes out; `after`,
+ * per scope, the time up to which they were taken out already (see ReapedUntil; none: all).
+ */
 export interface Reap {
   scopeKeys: readonly string[];
   expiredBy: Date;
+  after?: readonly number[];
 }
 
 const NO_REAP: Reap = { scopeKeys: [], expiredBy: new Date(0) };
+
+const timestamp = (ms: number) =>
+  ms === -Infinity ? '-infinity' : ms === Infinity ? 'infinity' : new Date(ms).toISOString();
 
 /** The ids of the reservations an outcome statement made. */
 export const madeReservations = (rows: readonly Record<string, unknown>[]) => new Set(rows.map((r) => String(r.id)));
@@ -168,13 +180,15 @@ const OUTCOME_SQL = `WITH rin AS (
      -- The batch's scopes' holds past their expiry, which hold nothing any more: taken out here, so
      -- that the reads of these scopes never walk them, whether or not the sweeper runs. Found one
      -- scope at a time, by the leading columns of the key (as scope_key = ANY(...) the planner may
-     -- bound the scan by the project alone and walk every hold of it), and deleted by row address.
+     -- bound the scan by the project alone and walk every hold of it), from where the scope's last
+     -- reap stopped (the entries of holds taken out before stay until VACUUM), and deleted by row
+     -- address.
      reaped AS (
        DELETE FROM reservation_holds h
         WHERE h.ctid = ANY(ARRAY(
-          SELECT e.ctid FROM unnest($4::text[]) AS k(scope_key) CROSS JOIN LATERAL (
+          SELECT e.ctid FROM unnest($4::text[], $6::timestamptz[]) AS k(scope_key, after) CROSS JOIN LATERAL (
             SELECT ctid FROM reservation_holds e
-             WHERE e.project_id = $2 AND e.scope_key = k.scope_key AND e.expires_at <= $5::timestamptz
+             WHERE e.project_id = $2 AND e.scope_key = k.scope_key AND e.expires_at > k.after AND e.expires_at <= $5::timestamptz
             OFFSET 0) e))
        RETURNING ${heldColumns('h')}
      ),

@@ -6,6 +6,7 @@ import { priceStep } from '../pricing/price-step';
 import { closeReservations } from '../reservations/release-reservation.sql';
 import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
 import { newReservation } from './new-reservation.fixture';
+import { ReapedUntil } from './reaped-until';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**
@@ -248,6 +249,8 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
         const event: StepUsageEvent = {
           eventId: `settles-${i}`,
           occurredAt: now.toISOString(),
+          traceId: 't1',
+          entityType: 'agent',
           resourceId: 'busy-0',
           reservationId: `rsv-plan-${i}`,
           provider: 'openai',
@@ -264,6 +267,74 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
         `SELECT count(*)::int AS n FROM reservation_holds WHERE reservation_id LIKE 'rsv-plan-%'`,
       );
       expect(left).toEqual([{ n: reservations - 10 }]);
+    } finally {
+      await one.onModuleDestroy();
+    }
+  }, 60_000);
+
+  /**
+   * A busy scope's holds expire by the thousand and its next reservation takes them out. With
+   * autovacuum off (as on this machine) their index entries stay: a plan that visits each of them
+   * on every check (a bitmap scan never marks an entry dead) slows every later check of the
+   * scope. Planned once the table's statistics say the scope holds many.
+   */
+  it('walks a scope’s taken-out holds at most once, with autovacuum off', async () => {
+    await prisma.pool.query(
+      `INSERT INTO reservation_holds (project_id, scope_key, expires_at, reservation_id, cost_micros, cost_unit, input_tokens, output_tokens)
+       SELECT 'p1', 'resource:churn', now() - interval '1 minute' - i * interval '1 millisecond', 'rsv-churn-' || i, 4500, 'USD', 1000, 200
+         FROM generate_series(1, 30000) AS i`,
+    );
+    await prisma.pool.query(
+      `INSERT INTO reservation_hold_totals (project_id, scope_key, cost_unit, holds, cost_micros, input_tokens, output_tokens)
+       VALUES ('p1', 'resource:churn', 'USD', 30000, 30000 * 4500, 30000 * 1000, 30000 * 200)`,
+    );
+    await prisma.pool.query('ANALYZE reservation_holds');
+    // A connection that plans the outcome now, as a long-running service's does.
+    const one = new PrismaService(db.url, 1);
+    try {
+      // As a reserving check runs it (CheckGuardHandler.commit): locks, the read, the outcome.
+      const reaped = new ReapedUntil();
+      const keys = ['resource:churn'];
+      let n = 0;
+      const reserve = async () => {
+        const at = new Date();
+        const until = (k: string) => reaped.of('p1', k);
+        const read = usageRead('p1', [{ scope: 'resource', scopeId: 'churn', window: '24h' }], at, until);
+        const usage = await one.transaction(
+          async (tx, opened) => {
+            const outcome = guardOutcomeStatement(
+              'p1',
+              [newReservation(`rsv-churn-new-${++n}`, { scopeKeys: keys })],
+              [],
+              { scopeKeys: keys, expiredBy: at, after: keys.map(until) },
+            );
+            await tx.commitWith(outcome!, [INDEX_PLANS]);
+            reaped.reaped('p1', keys, at.getTime());
+            return read.usage(opened[opened.length - 2]);
+          },
+          5_000,
+          withIndexPlans([...lockScopesStatements('p1', keys, [`step-churn-${n + 1}`]), read.statement]),
+        );
+        // What the scope holds before this check's own reservation: the earlier checks' only.
+        expect([...usage.values()][0].reservedInputTokens).toBe(1000 * (n - 1));
+      };
+      const holdPages = async () => {
+        await one.pool.query('SELECT pg_stat_force_next_flush()');
+        const { rows } = await one.pool.query(
+          `SELECT (heap_blks_hit + heap_blks_read + idx_blks_hit + idx_blks_read)::int AS n FROM pg_statio_user_tables WHERE relname = 'reservation_holds'`,
+        );
+        return rows[0].n as number;
+      };
+      // The first reads the 30,000 expired holds and takes them out; the next may step over their entries once.
+      await reserve();
+      await reserve();
+      const before = await holdPages();
+      for (let i = 0; i < 5; i++) await reserve();
+      expect((await holdPages()) - before).toBeLessThan(5 * 20);
+      const { rows } = await one.pool.query(
+        `SELECT holds::int FROM reservation_hold_totals WHERE project_id = 'p1' AND scope_key = 'resource:churn'`,
+      );
+      expect(rows).toEqual([{ holds: 7 }]);
     } finally {
       await one.onModuleDestroy();
     }
