@@ -4,6 +4,7 @@ import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
 import { newReservation } from '../check-guard/new-reservation.fixture';
 import { closeReservations, readReservation, readReservationContexts } from './release-reservation.sql';
+import { ReservationsService } from './reservations.service';
 
 describe('reservation statements (real PostgreSQL)', () => {
   const prisma = new PrismaService(TEST_DATABASE_URL, 2);
@@ -132,4 +133,54 @@ describe('reservation statements (real PostgreSQL)', () => {
     );
     expect(await readReservationContexts(prisma.sql, project, [])).toEqual(new Map());
   });
+});
+
+/**
+ * The sweeper runs every 30 s. Every reservation a step settled or the sweeper lapsed leaves its
+ * entry in the index of open reservations' expiries until VACUUM (autovacuum is off on this
+ * machine, and late on a busy one): a sweep that looks at every expired entry walks the whole
+ * history of the guard, each time.
+ */
+describe('the reservation sweep (real PostgreSQL)', () => {
+  const prisma = new PrismaService(TEST_DATABASE_URL, 1);
+  const partitions = new EventPartitions(prisma);
+  beforeAll(() => partitions.ensureAhead(new Date(), 1));
+  afterAll(() => prisma.onModuleDestroy());
+
+  const pagesRead = async () => {
+    await prisma.pool.query('SELECT pg_stat_force_next_flush()');
+    const { rows } = await prisma.pool.query(
+      `SELECT (heap_blks_hit + heap_blks_read + idx_blks_hit + idx_blks_read)::int AS n FROM pg_statio_user_tables WHERE relname = 'reservations'`,
+    );
+    return rows[0].n as number;
+  };
+
+  it('looks at the reservations that expired since its last sweep, not at every one it lapsed before', async () => {
+    const project = `p-${randomUUID()}`;
+    const sweeper = new ReservationsService(prisma, partitions);
+    // Reservations expiring `from` ms from now, one a millisecond earlier than the one before.
+    const expiring = async (n: number, tag: string, from: number) =>
+      prisma.pool.query(
+        `INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens, created_at, expires_at)
+         SELECT 'rsv-sweep-' || $2 || '-' || i, $1, 'step-' || $2 || '-' || i, '{}', '{}', 4500, 'USD', 1000, 200, now(), now() + ($4::int - i) * interval '1 millisecond'
+           FROM generate_series(1, $3::int) AS i`,
+        [project, tag, n, from],
+      );
+    await expiring(30_000, 'old', -1_000);
+    expect(await sweeper.sweep()).toBeGreaterThanOrEqual(30_000);
+    // Another sweep or two may step over the entries it left once.
+    await sweeper.sweep();
+    // Made after that sweep, as reservations are: they expire after it.
+    await expiring(5, 'new', 300);
+    await new Promise((r) => setTimeout(r, 400));
+    const before = await pagesRead();
+    expect(await sweeper.sweep(new Date())).toBe(5);
+    expect(await sweeper.sweep(new Date())).toBe(0);
+    expect((await pagesRead()) - before).toBeLessThan(100);
+    const { rows } = await prisma.pool.query(
+      `SELECT status, count(*)::int AS n FROM reservations WHERE project_id = $1 GROUP BY status`,
+      [project],
+    );
+    expect(rows).toEqual([{ status: 'lapsed', n: 30_005 }]);
+  }, 60_000);
 });
