@@ -305,7 +305,11 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           decided.flatMap((d) => d.outcome.events),
           { scopeKeys: keys, expiredBy: at, after: keys.map((k) => this.reaped.of(projectId, k)) },
         );
-        const made = outcome ? madeReservations(await tx.commitWith(outcome, [INDEX_PLANS])) : new Set<string>();
+        const committing = outcome ? tx.commitWith(outcome, [INDEX_PLANS]) : undefined;
+        // The answers are made while PostgreSQL runs the outcome and flushes the commit; a caller
+        // gets one only once it committed.
+        const answers = results.map((r) => ('outcome' in r ? respond(r.check, r.outcome, at, usage) : undefined));
+        const made = committing ? madeReservations(await committing) : new Set<string>();
         if (outcome) this.reaped.reaped(projectId, keys, at.getTime());
         // A step reserved by another replica between our read and our insert keeps that
         // reservation (committed too, so it is read outside the transaction).
@@ -315,12 +319,12 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         const theirs = lost.length
           ? await readExistingReservations(this.prisma, projectId, lost)
           : new Map<string, ExistingReservation>();
-        return results.map((r) => {
+        return results.map((r, i) => {
           if (!('outcome' in r)) return r;
           const { outcome, check } = r;
           if (outcome.reservation && !made.has(outcome.reservation.id))
             return retried(check, theirs.get(check.request.stepId!)!, at);
-          return { response: respond(check, outcome, at, usage) };
+          return { response: answers[i]! };
         });
       },
       this.config.values.GUARD_TIMEOUT_MS,
