@@ -174,31 +174,32 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
        RETURNING ${heldColumns('h')}
      ),
      unheld_totals AS (${holdTotalsSql([['unheld', -1]])}),
+     -- A reservation settles once (the UPDATE takes open ones only), so its events' ids, in the
+     -- system's own namespace, are new: claimed, and logged without joining the claims (a join
+     -- of two CTEs estimated at one row each runs as a nested loop, quadratic in the batch).
      settle_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT $2, 'tg:reservation:' || id || ':settled', now() FROM settled ORDER BY id
        ON CONFLICT DO NOTHING
-       RETURNING event_id
      ),
      settle_logged AS (
        INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
-       SELECT $2, c.event_id, 'ReservationSettled', now(), s.id, jsonb_build_object('stepEventId', s.step_event_id)
-         FROM settled s JOIN settle_claimed c ON c.event_id = 'tg:reservation:' || s.id || ':settled'
+       SELECT $2, 'tg:reservation:' || s.id || ':settled', 'ReservationSettled', now(), s.id, jsonb_build_object('stepEventId', s.step_event_id)
+         FROM settled s
        RETURNING 1
      ),
      exceeded_claimed AS (
        INSERT INTO event_ids (project_id, event_id, occurred_at)
        SELECT $2, 'tg:reservation:' || id || ':exceeded', now() FROM settled WHERE exceeded ORDER BY id
        ON CONFLICT DO NOTHING
-       RETURNING event_id
      ),
      exceeded_logged AS (
        INSERT INTO events (project_id, event_id, type, occurred_at, reservation_id, data)
-       SELECT $2, c.event_id, 'ReservationExceeded', now(), s.id,
+       SELECT $2, 'tg:reservation:' || s.id || ':exceeded', 'ReservationExceeded', now(), s.id,
               jsonb_build_object('stepEventId', s.step_event_id, 'scopeKeys', s.scope_keys,
                 'reserved', jsonb_build_object('costMicros', s.r_cost, 'costUnit', nullif(s.r_unit, ''), 'inputTokens', s.r_in, 'outputTokens', s.r_out),
                 'actual', jsonb_build_object('costMicros', s.cost_micros, 'costUnit', s.cost_unit, 'inputTokens', s.input_tokens, 'outputTokens', s.output_tokens))
-         FROM settled s JOIN exceeded_claimed c ON c.event_id = 'tg:reservation:' || s.id || ':exceeded'
+         FROM settled s WHERE s.exceeded
        RETURNING 1
      ),
      -- What settlements teach the guard's margin: actual ÷ estimated input tokens, binned
