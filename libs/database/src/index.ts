@@ -9,6 +9,6 @@ export { readEventsAfter, readLogRowsAfter, checkpointAfter, LOG_START } from '.
 export type { Checkpoint, LoggedEvent, LogRow } from './event-log-reader';
 export { Prisma } from '../../../generated/prisma/client';
 export { EVENT_COLUMNS, EVENT_SELECT, onStepsByTime } from './event-columns';
-export { INDEX_PLANS, inlined, inOneTrip, inTransaction, sqlLiteral, withIndexPlans } from './sql';
+export { INDEX_PLANS, inlined, inOneTrip, inTransaction, sqlLiteral, timestampText, withIndexPlans } from './sql';
 export type { Sql, TxSql, SqlValue, Executable, Statement } from './sql';
 export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';

@@ -232,6 +232,10 @@ export async function inOneTrip(
   }
 }
 
+/** A timestamptz value's text for a parameter, ±Infinity as PostgreSQL's ±infinity (an open window edge). */
+export const timestampText = (ms: number): string =>
+  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
+
 /**
  * A SQL string literal for statements sent without parameters (see `opening` above). Safe with
  * standard_conforming_strings on (PostgreSQL's default since 9.1, checked by a spec); NUL, which

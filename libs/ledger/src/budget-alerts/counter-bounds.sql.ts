@@ -1,11 +1,9 @@
-import type { Sql } from '@tollgate/database';
+import { timestampText, type Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from '../check-guard/guard-decision';
 import type { UsageRequest } from '../check-guard/read-scope-usage.sql';
 import { planWindow } from '../check-guard/windows';
 
 const HOUR = 3600_000;
-const iso = (ms: number) =>
-  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
 
 /** Committed usage of a window known to within its first, partial hour. */
 export interface UsageBounds {
@@ -40,8 +38,8 @@ export async function readCounterBounds(
     seg.gran.push(gran);
     seg.scope.push(r.scope);
     seg.id.push(r.scopeId);
-    seg.t0.push(iso(from));
-    seg.t1.push(iso(to));
+    seg.t0.push(timestampText(from));
+    seg.t1.push(timestampText(to));
     seg.edge.push(edge);
   };
   requests.forEach((r, i) => {

@@ -254,9 +254,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // a wait makes it start earlier, never later, and has no upper edge (see readScopeUsage).
     const at = this.clock.now();
     guardUsageReads.inc();
-    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at, (k) =>
-      this.reaped.of(projectId, k),
-    );
+    const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
+    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at, reapedUntil);
     // Both the locks' statements and the read run on plans the connection keeps.
     const opening = withIndexPlans([
       ...lockScopesStatements(
@@ -303,7 +302,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           projectId,
           decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
           decided.flatMap((d) => d.outcome.events),
-          { scopeKeys: keys, expiredBy: at, after: keys.map((k) => this.reaped.of(projectId, k)) },
+          { scopeKeys: keys, expiredBy: at, after: keys.map(reapedUntil) },
         );
         const committing = outcome ? tx.commitWith(outcome, [INDEX_PLANS]) : undefined;
         // The answers are made while PostgreSQL runs the outcome and flushes the commit; a caller

@@ -1,5 +1,6 @@
 import {
   inlined,
+  timestampText,
   withIndexPlans,
   type Executable,
   type PrismaService,
@@ -124,7 +125,7 @@ export function guardOutcomeStatement(
       ...outcomeParams(projectId, reservations, events),
       [...reap.scopeKeys],
       reap.expiredBy.toISOString(),
-      reap.scopeKeys.map((_, i) => timestamp(reap.after?.[i] ?? -Infinity)),
+      reap.scopeKeys.map((_, i) => timestampText(reap.after?.[i] ?? -Infinity)),
     ],
   };
 }
@@ -140,9 +141,6 @@ export interface Reap {
 }
 
 const NO_REAP: Reap = { scopeKeys: [], expiredBy: new Date(0) };
-
-const timestamp = (ms: number) =>
-  ms === -Infinity ? '-infinity' : ms === Infinity ? 'infinity' : new Date(ms).toISOString();
 
 /** The ids of the reservations an outcome statement made. */
 export const madeReservations = (rows: readonly Record<string, unknown>[]) => new Set(rows.map((r) => String(r.id)));

@@ -1,5 +1,5 @@
 import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
-import { withIndexPlans, type Executable, type PrismaService, type Sql } from '@tollgate/database';
+import { timestampText, withIndexPlans, type Executable, type PrismaService, type Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from './guard-decision';
 import { planWindow } from './windows';
 
@@ -89,9 +89,6 @@ function usageSql(branches: readonly Exclude<Scope, 'run'>[]): string {
   return text;
 }
 
-const iso = (ms: number) =>
-  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
-
 /**
  * Reads the usage of several (scope, window) pairs in ONE statement, so counters, the log's edge
  * events and open reservations come from one snapshot: a step event that settles a reservation
@@ -154,8 +151,8 @@ export function usageRead(
     seg.kind.push(kind);
     seg.scope.push(r.scope);
     seg.id.push(r.scopeId);
-    seg.t0.push(iso(from));
-    seg.t1.push(iso(to));
+    seg.t0.push(timestampText(from));
+    seg.t1.push(timestampText(to));
     seg.branch.push(branch);
   };
   const edges: { owner: number; r: UsageRequest; from: number; to: number }[] = [];
@@ -207,8 +204,8 @@ export function usageRead(
       seg.t0,
       seg.t1,
       now,
-      lower.map(iso),
-      upper.map(iso),
+      lower.map(timestampText),
+      upper.map(timestampText),
       seg.branch,
     ],
   };

@@ -1,4 +1,4 @@
-import type { Sql } from '@tollgate/database';
+import { timestampText, type Sql } from '@tollgate/database';
 import { heldColumns, holdTotalsSql } from './hold-totals.sql';
 
 export interface ClosedReservation {
@@ -21,7 +21,7 @@ export async function closeReservations(
   const params =
     'id' in where
       ? [where.projectId, where.id]
-      : [where.expiredBefore, where.expiredAfter ? where.expiredAfter.toISOString() : '-infinity'];
+      : [where.expiredBefore, timestampText(where.expiredAfter?.getTime() ?? -Infinity)];
   return db.query<{ id: string; project_id: string }>(
     `WITH closed AS (
        UPDATE reservations SET status = $1, closed_at = now()
