@@ -1,5 +1,5 @@
 import { getQueueToken, WorkerHost } from '@nestjs/bullmq';
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import type { Queue, Worker } from 'bullmq';
 import { Config } from '../config';
@@ -7,15 +7,19 @@ import { redisOutage } from '../logging/redis-outage';
 import { RedisClient } from '../redis';
 import { QUEUE_NAMES } from './queues';
 
+/** How long a stopping process waits for its queues' Redis connections to finish opening. */
+const OPENING_WAIT_MS = 2_000;
+
 /**
  * A BullMQ queue whose Redis goes away emits 'error'; unheard, that event crashes the process.
  * Redis carries only queues (the log is in PostgreSQL), so losing it is logged, not fatal.
  */
 @Injectable()
-export class QueueErrors implements OnModuleInit, OnApplicationBootstrap {
+export class QueueErrors implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('queues');
   private lastLogged = 0;
   private readonly heard = new WeakSet<Worker>();
+  private readonly emitters: (Queue | Worker)[] = [];
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -33,6 +37,7 @@ export class QueueErrors implements OnModuleInit, OnApplicationBootstrap {
     this.hearWorkers();
     for (const name of QUEUE_NAMES) {
       const queue = this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
+      this.emitters.push(queue);
       queue.on('error', (err) => {
         // Redis gone: said once, by the outage watcher, not once per queue per reconnection.
         if (redisOutage.failed(err, `queue ${name}`)) return;
@@ -45,6 +50,21 @@ export class QueueErrors implements OnModuleInit, OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     this.hearWorkers();
+  }
+
+  /**
+   * Queues and workers are closed on shutdown. One closed while its Redis connection is still
+   * opening drops its listeners, and the abandoned open then fails with an 'error' that nobody
+   * hears (an unhandled rejection: a process that starts and stops at once crashed on the way
+   * out). Their connections finish opening first, within OPENING_WAIT_MS (Redis down: no wait
+   * past it, and no open to abandon that could succeed).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, OPENING_WAIT_MS)));
+    const opened = Promise.all(this.emitters.map((e) => e.waitUntilReady().catch(() => undefined)));
+    await Promise.race([opened, waited]);
+    clearTimeout(timer);
   }
 
   /**
@@ -63,6 +83,7 @@ export class QueueErrors implements OnModuleInit, OnApplicationBootstrap {
       }
       if (this.heard.has(worker)) continue;
       this.heard.add(worker);
+      this.emitters.push(worker);
       worker.on('error', (err) => {
         if (redisOutage.failed(err, `worker ${worker.name}`)) return;
         this.logger.warn({ msg: 'queue worker error', queue: worker.name, error: err.message });
