@@ -255,6 +255,34 @@ describe('POST /v1/guard/check', () => {
       expect(usage.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(STEP_COST);
     });
 
+    it.each([
+      ['its own hold fills the budget', { maxCost: STEP_COST * 1.5 }, 'deny'],
+      ['its own hold passes a warning threshold', { maxCost: STEP_COST * 3, warnAtPercent: 30 }, 'allow'],
+    ])('gives a retried step its reservation back though %s, and logs no decision', async (_, limit, next) => {
+      const resourceId = `r-${randomUUID()}`;
+      const decisions = async () =>
+        (
+          await svc.prisma.$queryRawUnsafe<{ n: number }[]>(
+            `SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND type = 'GuardDecided' AND resource_id = $2`,
+            project.id,
+            resourceId,
+          )
+        )[0].n;
+      const body = { context: { resourceId }, limits: [{ scope: 'resource', ...limit }], estimate, reserve: true };
+      const first = await check({ ...body, stepId: 'step-1' });
+      expect(first.body).toMatchObject({ decision: 'allow', warnings: [] });
+      for (const retry of [await check({ ...body, stepId: 'step-1' }), await check({ ...body, stepId: 'step-1' })]) {
+        expect(retry.status).toBe(200);
+        expect(retry.body).toMatchObject({ decision: 'allow', reservation: { id: first.body.reservation.id } });
+      }
+      expect(await decisions()).toBe(0);
+      expect(await logOf('BudgetReserved', first.body.reservation.id)).toHaveLength(1);
+      // Another step is decided with that hold: denied, or allowed with a warning; either is logged.
+      const other = await check({ ...body, stepId: 'step-2' });
+      expect(other.body.decision).toBe(next);
+      expect(await decisions()).toBe(1);
+    });
+
     it('frees the budget when released, idempotently', async () => {
       const resourceId = `r-${randomUUID()}`;
       const res = await check({

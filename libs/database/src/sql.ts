@@ -48,6 +48,8 @@ export interface TxSql extends Sql {
    * ahead of it in the same trip (a setting its plan needs, such as {@link INDEX_PLANS}).
    */
   commitWith<T = Record<string, unknown>>(statement: Statement, before?: readonly Statement[]): Promise<T[]>;
+  /** `statements` in one round trip inside the transaction (a simple query); the rows of each. */
+  statements(statements: readonly Statement[]): Promise<Record<string, unknown>[][]>;
 }
 
 export function poolSql(pool: Pool | PoolClient): Sql {
@@ -190,6 +192,7 @@ export async function inTransaction<T>(
   let committed = false;
   const tx: TxSql = {
     ...poolSql(client),
+    statements: run,
     async commitWith<R>(statement: Statement, before: readonly Statement[] = []): Promise<R[]> {
       const rows = (await run([...before, statement, 'COMMIT']))[before.length];
       committed = true;

@@ -19,6 +19,7 @@ import {
   existingByStep,
   lockScopesStatements,
   readExistingReservations,
+  stepReservationsStatement,
   type ExistingReservation,
 } from './guard-batch.sql';
 import {
@@ -241,11 +242,15 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   /**
-   * One group commit, in two round trips: BEGIN with the locks of every scope of the batch, the
-   * reservations its steps already have, and the usage of those scopes, read once; then, after
-   * each check is decided in arrival order (each sees the reservations of those before it), all
-   * reservations and events in one statement, with COMMIT. Every caller is answered after the
-   * commit, with what it made.
+   * One group commit, in two round trips: BEGIN with the locks of every scope of the batch and the
+   * usage of those scopes, read once; then, after each check is decided in arrival order (each sees
+   * the reservations of those before it), all reservations and events in one statement, with
+   * COMMIT. Every caller is answered after the commit, with what it made.
+   *
+   * A retried check (its stepId already has a reservation) gets that reservation back. A plain
+   * reservation finds out by its insert, which skips a step that has one; a check whose outcome
+   * would append anything else (a denial, a warning) looks its step up first, in a round trip of
+   * its own, so that a retry never logs a decision.
    */
   private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
     const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
@@ -257,36 +262,39 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
     const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at, reapedUntil);
     // Both the locks' statements and the read run on plans the connection keeps.
-    const opening = withIndexPlans([
-      ...lockScopesStatements(
-        projectId,
-        keys,
-        checks.map((c) => c.request.stepId!),
-      ),
-      read.statement,
-    ]);
+    const opening = withIndexPlans([...lockScopesStatements(projectId, keys), read.statement]);
     return this.prisma.transaction(
       async (tx, opened) => {
-        // [off, locks?, existing, read, on]
-        const existing = existingByStep(opened[opened.length - 3]);
+        // [off, locks?, read, on]
         const usage = read.usage(opened[opened.length - 2]);
         const working = new Map(usage);
         const ctx = this.decisionContext(at);
-        const results: (CheckResult | { outcome: CheckOutcome; check: LoadedCheck })[] = [];
+        const results: Pending[] = [];
         const madeHere = new Map<string, NewReservation>();
         for (const check of checks) {
           const stepId = check.request.stepId!;
-          const prior = existing.get(stepId);
           const sibling = madeHere.get(stepId);
-          if (prior) results.push(retried(check, prior, at));
-          else if (sibling) results.push({ response: reservedResponse(check, sibling, at) });
+          if (sibling) results.push({ sibling, check });
           else {
             const [outcome] = decideInOrder([check.case], working, check.settings, ctx);
             if (outcome.reservation) madeHere.set(stepId, outcome.reservation);
             results.push({ outcome, check });
           }
         }
-        const decided = results.filter((r): r is { outcome: CheckOutcome; check: LoadedCheck } => 'outcome' in r);
+        const doubtful = results
+          .filter(isDecided)
+          .filter((d) => d.outcome.events.some((e) => e.type !== 'BudgetReserved'));
+        if (doubtful.length) {
+          const [, rows] = await tx.statements(
+            withIndexPlans([stepReservationsStatement(projectId, [...new Set(doubtful.map(stepOf))])]),
+          );
+          const existing = existingByStep(rows);
+          results.forEach((r, i) => {
+            const prior = isDecided(r) ? existing.get(stepOf(r)) : undefined;
+            if (isDecided(r) && prior) results[i] = retried(r.check, prior, at);
+          });
+        }
+        const decided = results.filter(isDecided);
         const denied = decided.filter((d) => d.check.case.audit && d.outcome.decision.decision === 'deny');
         if (denied.length) {
           await this.alerts.exhausted(
@@ -307,22 +315,26 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         const committing = outcome ? tx.commitWith(outcome, [INDEX_PLANS]) : undefined;
         // The answers are made while PostgreSQL runs the outcome and flushes the commit; a caller
         // gets one only once it committed.
-        const answers = results.map((r) => ('outcome' in r ? respond(r.check, r.outcome, at, usage) : undefined));
+        const answers = results.map((r) => (isDecided(r) ? respond(r.check, r.outcome, at, usage) : undefined));
         const made = committing ? madeReservations(await committing) : new Set<string>();
         if (outcome) this.reaped.reaped(projectId, keys, at.getTime());
-        // A step reserved by another replica between our read and our insert keeps that
-        // reservation (committed too, so it is read outside the transaction).
-        const lost = decided
-          .filter((d) => d.outcome.reservation && !made.has(d.outcome.reservation.id))
-          .map((d) => d.check.request.stepId!);
+        // A step that already had a reservation (a retry, or one made by another replica between
+        // our read and our insert) keeps it: committed, so it is read outside the transaction.
+        const kept = (r: NewReservation | undefined) => r === undefined || made.has(r.id);
+        const lost = results.flatMap((r) =>
+          ('sibling' in r && !kept(r.sibling)) || (isDecided(r) && !kept(r.outcome.reservation)) ? [stepOf(r)] : [],
+        );
         const theirs = lost.length
-          ? await readExistingReservations(this.prisma, projectId, lost)
+          ? await readExistingReservations(this.prisma, projectId, [...new Set(lost)])
           : new Map<string, ExistingReservation>();
         return results.map((r, i) => {
-          if (!('outcome' in r)) return r;
-          const { outcome, check } = r;
-          if (outcome.reservation && !made.has(outcome.reservation.id))
-            return retried(check, theirs.get(check.request.stepId!)!, at);
+          if ('sibling' in r) {
+            return kept(r.sibling)
+              ? { response: reservedResponse(r.check, r.sibling, at) }
+              : retried(r.check, theirs.get(stepOf(r))!, at);
+          }
+          if (!isDecided(r)) return r;
+          if (!kept(r.outcome.reservation)) return retried(r.check, theirs.get(stepOf(r))!, at);
           return { response: answers[i]! };
         });
       },
@@ -331,6 +343,12 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     );
   }
 }
+
+/** A check of a group commit before its commit: decided here, the sibling of one that was, or answered. */
+type Decided = { outcome: CheckOutcome; check: LoadedCheck };
+type Pending = Decided | { sibling: NewReservation; check: LoadedCheck } | CheckResult;
+const isDecided = (r: Pending): r is Decided => 'outcome' in r;
+const stepOf = (r: { check: LoadedCheck }) => r.check.request.stepId!;
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

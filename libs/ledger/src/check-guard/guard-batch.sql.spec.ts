@@ -6,6 +6,7 @@ import { systemEventId, type SystemEvent } from '../events';
 import {
   existingByStep,
   lockScopesStatements,
+  stepReservationsStatement,
   readEstimateRatios,
   readExistingReservations,
   scopeLockId,
@@ -55,7 +56,7 @@ describe('guard batch statements (real PostgreSQL)', () => {
       prisma.pool,
       () => held,
       5000,
-      lockScopesStatements(project, ['resource:r1', 'user:u1'], []),
+      lockScopesStatements(project, ['resource:r1', 'user:u1']),
     );
     await new Promise((r) => setTimeout(r, 50));
     await other.query('BEGIN');
@@ -84,7 +85,7 @@ describe('guard batch statements (real PostgreSQL)', () => {
       prisma.pool,
       async (_tx, opened) => existingByStep(opened[opened.length - 1]),
       5000,
-      lockScopesStatements(project, ['resource:r1'], [tricky, 'other']),
+      [...lockScopesStatements(project, ['resource:r1']), stepReservationsStatement(project, [tricky, 'other'])],
     );
     expect([...seen.keys()]).toEqual([tricky]);
     expect(seen.get(tricky)).toMatchObject({
@@ -127,9 +128,10 @@ describe('guard batch statements (real PostgreSQL)', () => {
           async (_tx, opened) => existingByStep(opened[2]),
           5000,
           // One step (an agent's own check) and several (a group commit) take different texts.
-          withIndexPlans(
-            lockScopesStatements(project, ['resource:r1'], [`step-${17 + i}`, ...(i % 2 ? ['step-none'] : [])]),
-          ),
+          withIndexPlans([
+            ...lockScopesStatements(project, ['resource:r1']),
+            stepReservationsStatement(project, [`step-${17 + i}`, ...(i % 2 ? ['step-none'] : [])]),
+          ]),
         );
         expect([...seen.keys()]).toEqual([`step-${17 + i}`]);
         expect((await readExistingReservations(one, project, ['step-18'])).get('step-18')?.status).toBe('open');

@@ -39,11 +39,12 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
 }
 
 /**
- * Planned with its values each time, not prepared: a plan made while the table is nearly empty
+ * The reservations some steps already have (a retried check's). Planned with its values each
+ * time, not prepared: a plan made while the table is nearly empty
  * costs every index the same, and a generic one kept from then looked the steps up through the
  * primary key's project column, reading every reservation of the project on every check.
  */
-const existingStatement = (projectId: string, stepIds: readonly string[]) =>
+export const stepReservationsStatement = (projectId: string, stepIds: readonly string[]) =>
   stepIds.length === 1
     ? inlined({ text: ONE_EXISTING_SQL, params: [projectId, stepIds[0]] })
     : inlined({ text: EXISTING_SQL, params: [projectId, [...stepIds]] });
@@ -68,24 +69,18 @@ const ONE_EXISTING_SQL = `SELECT id, step_id, status, cost_micros::text, cost_un
 /**
  * Statements sent with BEGIN, in the same round trip: take the scopes' advisory locks (sorted, so
  * two transactions never wait on each other crosswise; held to the end of the transaction, so they
- * hold across API replicas), then read the reservations the steps already have (retried checks).
- * Each statement of a simple query has its own snapshot: the read sees whatever committed before
- * the locks were ours. The usage read comes next, in its own statement, for the same reason.
- * The locks run on a plan the connection keeps (see withIndexPlans).
+ * hold across API replicas). Each statement of a simple query has its own snapshot: what is read
+ * after them sees whatever committed before the locks were ours. They run on a plan the
+ * connection keeps (see withIndexPlans).
  */
-export function lockScopesStatements(
-  projectId: string,
-  scopeKeys: readonly string[],
-  stepIds: readonly string[],
-): Statement[] {
+export function lockScopesStatements(projectId: string, scopeKeys: readonly string[]): Statement[] {
   const ids = [...new Set(scopeKeys.map((k) => scopeLockId(projectId, k)))].sort((a, b) =>
     a < b ? -1 : a > b ? 1 : 0,
   );
-  const locks = ids.length ? [{ text: LOCKS_SQL, params: [ids.map(String)] }] : [];
-  return [...locks, existingStatement(projectId, stepIds)];
+  return ids.length ? [{ text: LOCKS_SQL, params: [ids.map(String)] }] : [];
 }
 
-/** The rows of {@link lockScopesStatements}' last statement, by step id. */
+/** The rows of {@link stepReservationsStatement}, by step id. */
 export function existingByStep(rows: readonly Record<string, unknown>[]): Map<string, ExistingReservation> {
   return new Map(
     rows.map((r) => [
@@ -101,7 +96,7 @@ export async function readExistingReservations(
   projectId: string,
   stepIds: readonly string[],
 ): Promise<Map<string, ExistingReservation>> {
-  const [, rows] = await prisma.oneTrip(withIndexPlans([existingStatement(projectId, stepIds)]));
+  const [, rows] = await prisma.oneTrip(withIndexPlans([stepReservationsStatement(projectId, stepIds)]));
   return existingByStep(rows);
 }
 

@@ -166,14 +166,14 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
       await one.pool.query('VACUUM ANALYZE reservation_holds, reservation_hold_totals, reservations');
       const now = new Date();
       const requests = [{ scope: 'resource' as const, scopeId: 'quiet', window: '24h' as const }];
-      // A reserving check reads in its transaction's opening, after its locks and its steps'
-      // reservations (see CheckGuardHandler.commit).
+      // A reserving check reads in its transaction's opening, after its locks (see
+      // CheckGuardHandler.commit).
       const inTransaction = async () => {
         const read = usageRead('p1', requests, now);
         return one.transaction(
-          async (_tx, opened) => read.usage(opened[3]),
+          async (_tx, opened) => read.usage(opened[2]),
           5_000,
-          withIndexPlans([...lockScopesStatements('p1', ['resource:quiet'], ['step-quiet']), read.statement]),
+          withIndexPlans([...lockScopesStatements('p1', ['resource:quiet']), read.statement]),
         );
       };
       // A reserving check's outcome takes its scopes' expired holds out: its plan is made with
@@ -313,7 +313,7 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
             return read.usage(opened[opened.length - 2]);
           },
           5_000,
-          withIndexPlans([...lockScopesStatements('p1', keys, [`step-churn-${n + 1}`]), read.statement]),
+          withIndexPlans([...lockScopesStatements('p1', keys), read.statement]),
         );
         // What the scope holds before this check's own reservation: the earlier checks' only.
         expect([...usage.values()][0].reservedInputTokens).toBe(1000 * (n - 1));
