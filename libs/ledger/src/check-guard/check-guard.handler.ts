@@ -290,8 +290,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           );
           const existing = existingByStep(rows);
           results.forEach((r, i) => {
-            const prior = isDecided(r) ? existing.get(stepOf(r)) : undefined;
-            if (isDecided(r) && prior) results[i] = retried(r.check, prior, at);
+            const prior = isDecided(r) && existing.get(stepOf(r));
+            if (prior) results[i] = retried(r.check, prior, at);
           });
         }
         const decided = results.filter(isDecided);

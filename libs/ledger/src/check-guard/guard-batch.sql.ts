@@ -40,9 +40,9 @@ export function scopeLockId(projectId: string, scopeKey: string): bigint {
 
 /**
  * The reservations some steps already have (a retried check's). Planned with its values each
- * time, not prepared: a plan made while the table is nearly empty
- * costs every index the same, and a generic one kept from then looked the steps up through the
- * primary key's project column, reading every reservation of the project on every check.
+ * time, not prepared: a plan made while the table is nearly empty costs every index the same, and
+ * a generic one kept from then looked the steps up through the primary key's project column,
+ * reading every reservation of the project on every check.
  */
 export const stepReservationsStatement = (projectId: string, stepIds: readonly string[]) =>
   stepIds.length === 1
