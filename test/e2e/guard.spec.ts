@@ -257,7 +257,7 @@ describe('POST /v1/guard/check', () => {
 
     it.each([
       ['its own hold fills the budget', { maxCost: STEP_COST * 1.5 }, 'deny'],
-      ['its own hold passes a warning threshold', { maxCost: STEP_COST * 3, warnAtPercent: 30 }, 'allow'],
+      ['its own hold passes a warning threshold', { maxCost: STEP_COST * 3, warnAtPercent: 50 }, 'allow'],
     ])('gives a retried step its reservation back though %s, and logs no decision', async (_, limit, next) => {
       const resourceId = `r-${randomUUID()}`;
       const decisions = async () =>
@@ -269,18 +269,69 @@ describe('POST /v1/guard/check', () => {
           )
         )[0].n;
       const body = { context: { resourceId }, limits: [{ scope: 'resource', ...limit }], estimate, reserve: true };
-      const first = await check({ ...body, stepId: 'step-1' });
+      const stepId = randomUUID();
+      const first = await check({ ...body, stepId });
       expect(first.body).toMatchObject({ decision: 'allow', warnings: [] });
-      for (const retry of [await check({ ...body, stepId: 'step-1' }), await check({ ...body, stepId: 'step-1' })]) {
+      for (const retry of [await check({ ...body, stepId }), await check({ ...body, stepId })]) {
         expect(retry.status).toBe(200);
         expect(retry.body).toMatchObject({ decision: 'allow', reservation: { id: first.body.reservation.id } });
       }
       expect(await decisions()).toBe(0);
       expect(await logOf('BudgetReserved', first.body.reservation.id)).toHaveLength(1);
       // Another step is decided with that hold: denied, or allowed with a warning; either is logged.
-      const other = await check({ ...body, stepId: 'step-2' });
+      const other = await check({ ...body, stepId: randomUUID() });
       expect(other.body.decision).toBe(next);
       expect(await decisions()).toBe(1);
+    });
+
+    it.each([
+      ['does not fit', { maxCost: STEP_COST * 1.5 }, 'deny', 1],
+      ['would pass a warning threshold', { maxCost: STEP_COST * 3, warnAtPercent: 50 }, 'allow', 0],
+    ])(
+      'takes a tentative check only when it fits with nothing to report; one that %s holds and logs nothing',
+      async (_, limit, own, violations) => {
+        const resourceId = `r-${randomUUID()}`;
+        const logged = async () =>
+          (
+            await svc.prisma.$queryRawUnsafe<{ type: string }[]>(
+              `SELECT type FROM events WHERE project_id = $1 AND resource_id = $2 ORDER BY type`,
+              project.id,
+              resourceId,
+            )
+          ).map((e) => e.type);
+        const body = { context: { resourceId }, limits: [{ scope: 'resource', ...limit }], estimate, reserve: true };
+        const [step1, step2] = [randomUUID(), randomUUID()];
+        const first = await check({ ...body, stepId: step1, tentative: true });
+        expect(first.body).toMatchObject({
+          decision: 'allow',
+          warnings: [],
+          reservation: { estimatedCost: STEP_COST },
+        });
+
+        const ahead = await check({ ...body, stepId: step2, tentative: true });
+        expect(ahead.status).toBe(200);
+        expect(ahead.body).toMatchObject({ decision: 'deny', reason: 'tentative', estimate: { cost: STEP_COST } });
+        expect(ahead.body.reservation).toBeUndefined();
+        expect(ahead.body.violations).toHaveLength(violations);
+        expect(await logged()).toEqual(['BudgetReserved']);
+        const held = await check({ context: { resourceId }, limits: body.limits });
+        expect(held.body.usage[`resource:${resourceId}@7d`].reservedCost).toBe(STEP_COST);
+
+        // The step's own check, sent as usual, is decided and logged as any check.
+        const stepsOwn = await check({ ...body, stepId: step2 });
+        expect(stepsOwn.body.decision).toBe(own);
+        expect((await logged()).filter((t) => t === 'GuardDecided')).toHaveLength(1);
+      },
+    );
+
+    it('refuses a tentative check that would not reserve', async () => {
+      const limits = [{ scope: 'resource', maxCost: 1 }];
+      const base = { context: { resourceId: 'r' }, limits, estimate, tentative: true };
+      for (const body of [base, { ...base, reserve: true, stepId: 's', dryRun: true }]) {
+        const res = await check(body);
+        expect(res.status).toBe(400);
+        expect(JSON.stringify(res.body)).toMatch(/tentative/);
+      }
     });
 
     it('frees the budget when released, idempotently', async () => {

@@ -194,6 +194,13 @@ export const guardCheckRequestSchema = z
     failMode: z.enum(['open', 'closed']).default('open'),
     dryRun: z.boolean().default(false),
     /**
+     * A check made ahead of its step (while the step before it runs its tools): it reserves only
+     * when the step fits with nothing to report (no denial, no warning, no adjustment). Otherwise
+     * nothing is reserved or logged and the answer is `decision: 'deny'`, `reason: 'tentative'`,
+     * with what the check found; the caller then sends the step's own check. Needs `reserve`.
+     */
+    tentative: z.boolean().default(false),
+    /**
      * For the request's limits, and the policies that set none: `shrink` lets a step that does not
      * fit run with fewer output tokens (the answer's `adjust`), which the caller then applies.
      */
@@ -214,6 +221,8 @@ export const guardCheckRequestSchema = z
       ctx.addIssue({ code: 'custom', path: ['estimate'], message: 'is required when reserve is true' });
     if (r.reserve && !r.stepId)
       ctx.addIssue({ code: 'custom', path: ['stepId'], message: 'is required when reserve is true' });
+    if (r.tentative && (!r.reserve || r.dryRun))
+      ctx.addIssue({ code: 'custom', path: ['tentative'], message: 'needs reserve: true, and no dryRun' });
     if (r.onExceed === 'shrink' && !r.estimate)
       ctx.addIssue({ code: 'custom', path: ['estimate'], message: "is required when onExceed is 'shrink'" });
     if (r.minOutputTokens !== undefined && !r.estimate)
@@ -434,7 +443,9 @@ export const guardCheckResponseSchema = z.strictObject({
   reason: z
     .string()
     .optional()
-    .describe("Set when the budgets were not evaluated: 'busy' (retry after retryAfterMs) or guard unavailable"),
+    .describe(
+      "Set when the budgets were not evaluated: 'busy' (retry after retryAfterMs) or guard unavailable; or 'tentative': a tentative check that did not fit with nothing to report (nothing reserved or logged)",
+    ),
   retryAfterMs: z.number().optional().describe("With reason 'busy': when a retry is likely to be served"),
   violations: z.array(guardFindingResponse).describe('Hard limits this step would pass'),
   warnings: z.array(guardFindingResponse).describe('Soft thresholds passed, and warn-strategy limits'),

@@ -108,8 +108,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     try {
       const response = await this.answer(projectId, request);
       outcome =
-        response.reason === 'busy'
-          ? 'busy'
+        response.reason === 'busy' || response.reason === 'tentative'
+          ? response.reason
           : response.reason
             ? `failmode_${response.decision}`
             : response.decision === 'allow' && response.warnings.length
@@ -217,6 +217,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         estimate,
         shrink: shrinkOf(request),
         reserve: request.reserve && !request.dryRun,
+        tentative: request.tentative,
         audit: !request.dryRun,
         stepId: request.stepId,
         contextKeys: scopeKeysOf(request.context),
@@ -249,8 +250,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    *
    * A retried check (its stepId already has a reservation) gets that reservation back. A plain
    * reservation finds out by its insert, which skips a step that has one; a check whose outcome
-   * would append anything else (a denial, a warning) looks its step up first, in a round trip of
-   * its own, so that a retry never logs a decision.
+   * would append anything else (a denial, a warning), or a tentative one declined, looks its step
+   * up first, in a round trip of its own, so that a retry never logs a decision.
    */
   private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
     const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
@@ -283,7 +284,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         }
         const doubtful = results
           .filter(isDecided)
-          .filter((d) => d.outcome.events.some((e) => e.type !== 'BudgetReserved'));
+          .filter((d) => d.outcome.declined || d.outcome.events.some((e) => e.type !== 'BudgetReserved'));
         if (doubtful.length) {
           const [, rows] = await tx.statements(
             withIndexPlans([stepReservationsStatement(projectId, [...new Set(doubtful.map(stepOf))])]),
@@ -295,7 +296,9 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
           });
         }
         const decided = results.filter(isDecided);
-        const denied = decided.filter((d) => d.check.case.audit && d.outcome.decision.decision === 'deny');
+        const denied = decided.filter(
+          (d) => d.check.case.audit && !d.outcome.declined && d.outcome.decision.decision === 'deny',
+        );
         if (denied.length) {
           await this.alerts.exhausted(
             tx,
@@ -425,7 +428,7 @@ function respond(
   }
   const { decision, violations, warnings } = outcome.decision;
   return {
-    decision,
+    ...(outcome.declined ? { decision: 'deny', reason: 'tentative' } : { decision }),
     violations,
     warnings,
     skipped: check.skipped,

@@ -303,6 +303,38 @@ describe('decideInOrder (a group commit)', () => {
     for (const e of outcomes.flatMap((o) => o.events)) expect(e.eventId.startsWith('tg:')).toBe(true);
   });
 
+  it('given tentative checks, then one that fits reserves and one with anything to report holds and logs nothing', () => {
+    const key = usageKey('resource:r1', '24h');
+    const u = new Map([[key, emptyUsage()]]);
+    const warned = limit({ maxCostMicros: $(0.0631), window: '24h', warnAtPercent: 50 });
+    const outcomes = decideInOrder(
+      [
+        ...Array.from({ length: 7 }, () => reserving({ tentative: true })),
+        reserving({ tentative: true, limits: [warned] }), // the 8th passes 50%: a warning
+        ...Array.from({ length: 7 }, () => reserving()),
+        reserving({ tentative: true }), // the 15th reservation would not fit
+        reserving(),
+      ],
+      u,
+      settings(),
+      ctx,
+    );
+    expect(outcomes.map((o) => Boolean(o.reservation))).toEqual([
+      ...Array(7).fill(true),
+      false,
+      ...Array(7).fill(true),
+      false,
+      false,
+    ]);
+    expect(outcomes[7]).toMatchObject({ declined: true, events: [], decision: { decision: 'allow' } });
+    expect(outcomes[7].decision.warnings).toHaveLength(1);
+    expect(outcomes[15]).toMatchObject({ declined: true, events: [], decision: { decision: 'deny' } });
+    // The one that was not tentative is decided and logged as ever.
+    expect(outcomes[16].declined).toBeUndefined();
+    expect(outcomes[16].events.map((e) => e.type)).toEqual(['GuardDecided']);
+    expect(u.get(key)!.reservedCostByUnit.USD).toBe(14 * 4500);
+  });
+
   it('holds only the scopes a limit was checked on', () => {
     const [o] = decideInOrder(
       [reserving({ context: { resourceId: 'r1', userId: 'u1' }, contextKeys: ['resource:r1', 'user:u1'] })],

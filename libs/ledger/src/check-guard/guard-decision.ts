@@ -328,6 +328,8 @@ export interface CheckCase {
   /** The caller can run the step with fewer output tokens, down to this floor, rather than be denied. */
   shrink?: { minOutputTokens: number };
   reserve: boolean;
+  /** Reserve only when the step fits with nothing to report; otherwise append nothing (see `declined`). */
+  tentative?: boolean;
   audit: boolean;
   stepId?: string;
   contextKeys: string[];
@@ -342,6 +344,8 @@ export interface CheckOutcome {
   estimate?: StepEstimate;
   adjust?: GuardAdjust;
   events: SystemEvent[];
+  /** A tentative check that did not fit with nothing to report: nothing reserved, no events. */
+  declined?: true;
 }
 
 export interface DecisionContext {
@@ -368,6 +372,8 @@ export function decideInOrder(
       const k = usageKey(l.scopeKey, l.window);
       seen.set(k, cloneUsage(usage.get(k) ?? emptyUsage()));
     }
+    if (c.tentative && (decision.decision === 'deny' || decision.warnings.length || adjust))
+      return { decision, usage: seen, estimate, ...(adjust ? { adjust } : {}), events: [], declined: true };
     const events: SystemEvent[] = [];
     let reservation: NewReservation | undefined;
     if (c.reserve && estimate && c.stepId && decision.decision === 'allow') {
