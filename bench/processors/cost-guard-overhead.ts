@@ -138,12 +138,15 @@ function countingFetch(): {
 function counting(client: TollgateClient): {
   client: TollgateGuardClient;
   flushes: () => number;
+  /** Checks sent ahead of their step (tentative), while the step before ran its tools. */
+  ahead: () => number;
   /** Median wall time of a guard check, and of a flush, in the rounds since the last reset. */
   checkMs: () => number;
   flushMs: () => number;
   reset: () => void;
 } {
   let flushes = 0;
+  let ahead = 0;
   let checks: number[] = [];
   let flushTimes: number[] = [];
   const timedCall = async <T>(into: number[], call: () => Promise<T>): Promise<T> => {
@@ -156,7 +159,10 @@ function counting(client: TollgateClient): {
   };
   const wrapped: TollgateGuardClient = {
     guard: {
-      check: (request, options) => timedCall(checks, () => client.guard.check(request as never, options) as never),
+      check: (request, options) => {
+        if (request.tentative) ahead++;
+        return timedCall(checks, () => client.guard.check(request as never, options) as never);
+      },
       release: (id) => client.guard.release(id),
     },
     events: {
@@ -170,10 +176,12 @@ function counting(client: TollgateClient): {
   return {
     client: wrapped,
     flushes: () => flushes,
+    ahead: () => ahead,
     checkMs: () => (checks.length ? median(checks) : NaN),
     flushMs: () => (flushTimes.length ? median(flushTimes) : NaN),
     reset: () => {
       flushes = 0;
+      ahead = 0;
       checks = [];
       flushTimes = [];
     },
@@ -271,7 +279,7 @@ export async function costGuardOverhead(): Promise<void> {
     RATE_LIMIT_PER_KEY_PER_SECOND: '1000000',
     RATE_LIMIT_BURST: '1000000',
   });
-  const sdk = { client: undefined as TollgateClient | undefined };
+  const sdk = { client: undefined as TollgateClient | undefined, ownPath: undefined as TollgateClient | undefined };
   try {
     const project = await createBenchProject(svc.url);
     const price = await fetch(`${svc.url}/v1/prices/openai/gpt-4o`, {
@@ -286,9 +294,20 @@ export async function costGuardOverhead(): Promise<void> {
     if (!price.ok) throw new Error(`price: ${price.status} ${await price.text()}`);
     const transport = countingFetch();
     sdk.client = new TollgateClient({ baseUrl: svc.url, apiKey: project.key, fetch: transport.fetch });
+    sdk.ownPath = new TollgateClient({ baseUrl: svc.url, apiKey: project.key });
     const ours = counting(sdk.client);
     const oursGuard = timed(
       new CostGuardProcessor({ maxCost: 1_000, client: ours.client, logger: { warn: () => undefined } }),
+      ['processInputStep', 'processLLMResponse', 'processAPIError'],
+    );
+    // The same guard with each step's check on that step's path (no check ahead during the tools).
+    const ownPathGuard = timed(
+      new CostGuardProcessor({
+        maxCost: 1_000,
+        client: sdk.ownPath,
+        checkAhead: false,
+        logger: { warn: () => undefined },
+      }),
       ['processInputStep', 'processLLMResponse', 'processAPIError'],
     );
     // Ours against a client that answers at once: the processor's own work, without the service.
@@ -329,6 +348,7 @@ export async function costGuardOverhead(): Promise<void> {
         baseline: agent('baseline'),
         mastra: agent('mastra', [mastraGuard.processor]),
         ours: agent('ours', [oursGuard.processor]),
+        ownPath: agent('ownPath', [ownPathGuard.processor]),
         local: agent('local', [localGuard.processor]),
       },
       storage: own,
@@ -352,6 +372,7 @@ export async function costGuardOverhead(): Promise<void> {
       mastra: mastra.getAgent('mastra'),
       busy: mastraBusy.getAgent('mastra'),
       ours: mastra.getAgent('ours'),
+      ownPath: mastra.getAgent('ownPath'),
       local: mastra.getAgent('local'),
     };
     type Name = keyof typeof registered;
@@ -388,12 +409,13 @@ export async function costGuardOverhead(): Promise<void> {
     // made on the near-empty tables of its first requests would walk every reservation of the
     // project on every settlement. ANALYZE makes each connection plan its statements again.
     await analyze(DB);
-    const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
-    const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], local: [] };
+    const perStep: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], ownPath: [], local: [] };
+    const hooks: Record<Name, number[]> = { baseline: [], mastra: [], busy: [], ours: [], ownPath: [], local: [] };
     const hookTimers: Partial<Record<Name, { ms: () => number; reset: () => void }>> = {
       mastra: mastraGuard,
       busy: busyGuard,
       ours: oursGuard,
+      ownPath: ownPathGuard,
       local: localGuard,
     };
     ours.reset();
@@ -402,8 +424,8 @@ export async function costGuardOverhead(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const order: Name[] =
         round % 2 === 0
-          ? ['baseline', 'mastra', 'busy', 'ours', 'local']
-          : ['local', 'ours', 'busy', 'mastra', 'baseline'];
+          ? ['baseline', 'mastra', 'busy', 'ours', 'ownPath', 'local']
+          : ['local', 'ownPath', 'ours', 'busy', 'mastra', 'baseline'];
       for (const name of order) {
         hookTimers[name]?.reset();
         perStep[name].push((await runAll(name)) / steps);
@@ -423,10 +445,13 @@ export async function costGuardOverhead(): Promise<void> {
       console.log(`  ${label.padEnd(54)}adds ${ms(added(name))} per step   (in its hook: ${ms(median(hooks[name]))})`);
     }
     console.log(
-      `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(transport.requests('/v1/guard/check') / totalSteps).toFixed(2)} guard checks, awaited; ${(transport.requests('/v1/events') / totalSteps).toFixed(2)} event requests, ${(ours.flushes() / totalSteps).toFixed(2)} flushes, each run's last awaited)`,
+      `  ${'ours, exact (TollgateClient, local service)'.padEnd(54)}adds ${ms(oursAdded)} per step   (in its hooks: ${ms(oursHook)}; per step ${(transport.requests('/v1/guard/check') / totalSteps).toFixed(2)} guard checks, ${(ours.ahead() / totalSteps).toFixed(2)} of them sent ahead during the tools; ${(transport.requests('/v1/events') / totalSteps).toFixed(2)} event requests, ${(ours.flushes() / totalSteps).toFixed(2)} flushes, each run's last awaited)`,
     );
     console.log(
-      `  ${''.padEnd(54)}a guard check takes ${ms(ours.checkMs())} as the processor awaits it, a run's last flush ${ms(ours.flushMs())} (medians)`,
+      `  ${''.padEnd(54)}a guard check takes ${ms(ours.checkMs())} from request to answer, a run's last flush ${ms(ours.flushMs())} (medians)`,
+    );
+    console.log(
+      `  ${'ours, each step checked on its path (checkAhead off)'.padEnd(54)}adds ${ms(added('ownPath'))} per step   (in its hooks: ${ms(median(hooks.ownPath))}; check ahead saves ${ms(added('ownPath') - oursAdded)} per step)`,
     );
     console.log(
       `  ${'ours, against a client that answers at once'.padEnd(54)}adds ${ms(added('local'))} per step   (in its hooks: ${ms(median(hooks.local))}: the processor's own work)`,
@@ -443,6 +468,7 @@ export async function costGuardOverhead(): Promise<void> {
     }
   } finally {
     await sdk.client?.shutdown();
+    await sdk.ownPath?.shutdown();
     await svc.stop();
     if (!process.env.BENCH_DATABASE_URL) await resetDatabase(DB);
   }

@@ -199,7 +199,8 @@ export const guardCheckRequestSchema = z
      * nothing is reserved or logged and the answer is `decision: 'deny'`, `reason: 'tentative'`,
      * with what the check found; the caller then sends the step's own check. Needs `reserve`.
      */
-    tentative: z.boolean().default(false),
+    // No default: a client fills the schema's defaults in, and a service older than this field refuses it.
+    tentative: z.boolean().optional(),
     /**
      * For the request's limits, and the policies that set none: `shrink` lets a step that does not
      * fit run with fewer output tokens (the answer's `adjust`), which the caller then applies.

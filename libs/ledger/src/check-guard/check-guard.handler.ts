@@ -217,7 +217,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         estimate,
         shrink: shrinkOf(request),
         reserve: request.reserve && !request.dryRun,
-        tentative: request.tentative,
+        tentative: request.tentative === true,
         audit: !request.dryRun,
         stepId: request.stepId,
         contextKeys: scopeKeysOf(request.context),

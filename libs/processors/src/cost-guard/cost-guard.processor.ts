@@ -30,6 +30,7 @@ import type {
 import { formatCost, formatViolationMessage } from './violation-message';
 import { ObservabilityCostSource, type ObservabilityStoreShape } from './observability-cost-source';
 import { reportingModel, type CostGuardStepReport } from './step-report';
+import { aheadOf, CHECK_AHEAD_HOLD_MS, CHECK_AHEAD_TOKENS, covers, fitsPlainly, type CheckAhead } from './check-ahead';
 
 /** Scopes a cost limit can apply to. `user`, `organization` and `session` read plain request-context keys. */
 export type CostScope = GuardScope;
@@ -107,6 +108,18 @@ export interface CostGuardOptions {
    * once they are, and the last step's record is stored before `generate()` resolves.
    */
   awaitRecords?: boolean;
+  /**
+   * Exact mode: while a step's tools run, check and reserve the next step ahead of it, so that
+   * the next step starts without waiting on Tollgate. Default true. The check ahead is tentative:
+   * Tollgate reserves it only when the step fits with nothing to report (no denial, no warning,
+   * no shrinking) and logs nothing otherwise. It is sized for the step's messages plus its answer
+   * and `checkAheadTokens` for the tool results; the next step takes it when its own estimate is
+   * no larger and its model, output cap and limits are the same, and otherwise releases it and is
+   * checked as usual. One that no step takes within 30 s (a run that ended after its tools) is released.
+   */
+  checkAhead?: boolean;
+  /** Input tokens a check ahead holds for the tool results of the step before. Default 1,024. */
+  checkAheadTokens?: number;
   /** BPE rank set used to count the outgoing messages. Default `o200k_base`. */
   encoding?: TiktokenBPE;
   /** Token-count cache for the estimate; share one with a {@link TokenLimiterProcessor} to count once. */
@@ -228,8 +241,12 @@ interface RunState {
   notified: Set<'soft' | 'hard'>;
   /** Steps recorded into a buffering client and not flushed by this guard yet (see `awaitRecords`). */
   unflushed: PendingStep[];
-  /** Flushes of this run's records not yet answered. */
+  /** Flushes of this run's records not yet answered (and releases of checks ahead not taken). */
   inFlight: Set<Promise<void>>;
+  /** The check sent ahead of the next step, while this one runs its tools. */
+  ahead?: CheckAhead;
+  /** The last step's own check, when it was allowed with nothing to report: the next one's check ahead is made from it. */
+  allowed?: { stepNumber: number; request: GuardCheckRequest };
 }
 
 /** What tells the two names of the guard apart: Mastra's ids and texts for each. */
@@ -310,6 +327,12 @@ export abstract class CostGuardBase<Id extends string> {
       (!Number.isInteger(options.minOutputTokens) || options.minOutputTokens < 1)
     ) {
       throw new RangeError(`${name} requires minOutputTokens to be an integer >= 1`);
+    }
+    if (
+      options.checkAheadTokens !== undefined &&
+      (!Number.isInteger(options.checkAheadTokens) || options.checkAheadTokens < 0)
+    ) {
+      throw new RangeError(`${name} requires checkAheadTokens to be an integer >= 0`);
     }
     this.id = labels.id;
     this.name = labels.name;
@@ -406,15 +429,86 @@ export abstract class CostGuardBase<Id extends string> {
     // A step that called tools is followed by another (whose check does not wait for this record);
     // any other is the run's last, and its record lands before generate() resolves.
     const last = payload.stepResult?.reason !== 'tool-calls';
-    await this.record(
-      client,
-      run,
-      step,
-      usage,
-      payload.providerMetadata ?? payload.metadata?.providerMetadata,
-      last || this.options.awaitRecords === true,
+    const providerMetadata = payload.providerMetadata ?? payload.metadata?.providerMetadata;
+    await this.record(client, run, step, usage, providerMetadata, last || this.options.awaitRecords === true);
+    if (last) return this.drain(run);
+    if (this.options.checkAhead === false) return;
+    const { outputTokens } = fromAiSdk(usage, {
+      provider: step.providerId,
+      providerMetadata,
+      specVersion: step.specVersion,
+    }).usage;
+    this.sendAhead(client, run, args.stepNumber, outputTokens ?? 0);
+  }
+
+  /** Checks the step after `stepNumber` ahead of it, while this one runs its tools (see `checkAhead`). */
+  private sendAhead(client: TollgateGuardClient, run: RunState, stepNumber: number, outputTokens: number): void {
+    const allowed = run.allowed;
+    if (!allowed || allowed.stepNumber !== stepNumber) return;
+    this.dropAhead(client, run);
+    const request = aheadOf(
+      allowed.request,
+      `${run.runKey}:${stepNumber + 1}:ahead`,
+      outputTokens,
+      this.options.checkAheadTokens ?? CHECK_AHEAD_TOKENS,
     );
-    if (last) await this.drain(run);
+    const answer = client.guard.check(request, { busyDeadlineMs: 0 }).then(
+      (response) => response,
+      () => undefined,
+    );
+    const ahead: CheckAhead = { stepNumber: stepNumber + 1, request, answer };
+    ahead.timer = setTimeout(() => run.ahead === ahead && this.dropAhead(client, run), CHECK_AHEAD_HOLD_MS);
+    ahead.timer.unref?.();
+    run.ahead = ahead;
+  }
+
+  /**
+   * The answer of the check sent ahead of this step, when it holds what `own` asks and Tollgate
+   * took it; undefined otherwise (and a check ahead that holds something else is released).
+   */
+  private takeAhead(
+    client: TollgateGuardClient,
+    run: RunState,
+    stepNumber: number,
+    own: GuardCheckRequest,
+  ): Promise<GuardCheckResponse | undefined> | undefined {
+    const ahead = run.ahead;
+    if (!ahead) return undefined;
+    if (ahead.stepNumber !== stepNumber || !covers(ahead.request, own)) {
+      this.dropAhead(client, run);
+      return undefined;
+    }
+    run.ahead = undefined;
+    clearTimeout(ahead.timer);
+    return ahead.answer.then((response) => {
+      if (response && fitsPlainly(response)) return response;
+      if (response?.reservation) void this.releaseAhead(client, response.reservation.id);
+      return undefined;
+    });
+  }
+
+  /** Releases the check ahead, once answered, if it reserved; the run's drain waits for it. */
+  private dropAhead(client: TollgateGuardClient, run: RunState): void {
+    const ahead = run.ahead;
+    if (!ahead) return;
+    run.ahead = undefined;
+    clearTimeout(ahead.timer);
+    const done = ahead.answer.then((response) =>
+      response?.reservation ? this.releaseAhead(client, response.reservation.id) : undefined,
+    );
+    run.inFlight.add(done);
+    void done.finally(() => run.inFlight.delete(done));
+  }
+
+  private async releaseAhead(client: TollgateGuardClient, reservationId: string): Promise<void> {
+    if (!client.guard.release) return;
+    try {
+      await client.guard.release(reservationId);
+    } catch (error) {
+      this.log(
+        `Cost guard: could not release reservation ${reservationId}, checked ahead and not taken: ${(error as Error)?.message ?? String(error)}`,
+      );
+    }
   }
 
   /**
@@ -480,6 +574,8 @@ export abstract class CostGuardBase<Id extends string> {
       };
     };
     const step = this.pendingStep(args.stepNumber, args.model, context);
+    const own = requestFor(args.model, stepId);
+    const early = this.takeAhead(client, run, args.stepNumber, own);
     let response: GuardCheckResponse;
     let elapsedMs: number;
     // This run's records in flight when the check is sent may be counted at their reservations
@@ -487,8 +583,10 @@ export abstract class CostGuardBase<Id extends string> {
     // what was spent.
     const racing = run.unflushed.length > 0 || run.inFlight.size > 0;
     try {
-      ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
-      if (racing && binds(response)) {
+      const ahead = early && (await early);
+      if (ahead) ({ response, elapsedMs } = { response: ahead, elapsedMs: 0 });
+      else ({ response, elapsedMs } = await this.ask(client, own));
+      if (!ahead && racing && binds(response)) {
         await this.drain(run);
         if (!response.adjust) ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, stepId)));
         else if (
@@ -506,6 +604,7 @@ export abstract class CostGuardBase<Id extends string> {
     }
     step.reservationId = response.reservation?.id;
     run.pending.push(step);
+    run.allowed = fitsPlainly(response) ? { stepNumber: args.stepNumber, request: own } : undefined;
     // Before the check below: a busy answer is a deny without violations too, but not an outage.
     if (isBusy(response)) {
       await this.drain(run);

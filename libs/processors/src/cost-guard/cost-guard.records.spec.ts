@@ -100,8 +100,10 @@ const finished = (stepNumber: number, state: Record<string, unknown>, reason: 't
     },
   ],
 });
+// What is asked of Tollgate and when, with each step checked on its own path (check-ahead.spec
+// covers the checks sent ahead of a step).
 const guard = (client: TollgateGuardClient, onExceed?: 'shrink') =>
-  new CostGuardProcessor({ maxCost: 1, client, onExceed, logger: { warn: () => undefined } });
+  new CostGuardProcessor({ maxCost: 1, client, onExceed, checkAhead: false, logger: { warn: () => undefined } });
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("CostGuardProcessor: a step's record is off the next step's path (given a step that called tools, when the next step is checked, then …)", () => {

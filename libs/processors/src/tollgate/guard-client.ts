@@ -65,6 +65,11 @@ export interface GuardCheckRequest {
   onExceed?: 'block' | 'shrink';
   /** The fewest output tokens a shrunk step may have (default 1, at most `estimate.maxOutputTokens`). */
   minOutputTokens?: number;
+  /**
+   * Needs `reserve`: reserve only when the step fits with nothing to report; otherwise nothing is
+   * reserved or logged, and the answer is a deny with `reason: 'tentative'`.
+   */
+  tentative?: boolean;
 }
 
 /** How a step that did not fit may run: capped at `maxOutputTokens` output tokens. */

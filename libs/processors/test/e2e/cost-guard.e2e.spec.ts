@@ -113,15 +113,20 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
   // By default a step's record is sent without holding the run up, so the third step's check may
   // go out while step 2's record is in flight (step 2 then counts at its reservation): a denial
   // taken so is asked again once the record landed. Either way the denial is on what was spent.
+  // By default each step after the first is checked ahead, while the step before runs its tools:
+  // the second step runs on its check ahead; the third's does not fit, logs nothing, and the
+  // step's own check denies it.
   const modes = [
-    ['generate', 'records in the background'],
-    ['stream', 'records in the background'],
-    ['generate', 'awaitRecords'],
-    ['stream', 'awaitRecords'],
+    ['generate', 'records in the background', 'checked ahead'],
+    ['stream', 'records in the background', 'checked ahead'],
+    ['generate', 'awaitRecords', 'checked ahead'],
+    ['stream', 'awaitRecords', 'checked ahead'],
+    ['generate', 'records in the background', 'each on its own path'],
+    ['stream', 'awaitRecords', 'each on its own path'],
   ] as const;
   it.each(modes)(
-    'blocks the third step of a run whose first two steps spent the budget (%s, %s)',
-    async (mode, records) => {
+    'blocks the third step of a run whose first two steps spent the budget (%s, %s, %s)',
+    async (mode, records, checked) => {
       const project = await pricedProject();
       const tollgate = client(project);
       const resourceId = `r-${randomUUID()}`;
@@ -130,6 +135,7 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
         maxCost: MAX_COST,
         client: tollgate,
         awaitRecords,
+        checkAhead: checked === 'checked ahead',
         logger: { warn: () => undefined },
       });
       const violations: unknown[] = [];
@@ -154,12 +160,15 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
       }
 
       expect(prompts).toHaveLength(2); // the third LLM call never happened
-      // One check per step; the third step's asked again only when it raced step 2's record.
-      const asked = checks.length - 2;
+      // One check per step (the second's sent ahead); the third step's asked again only when it raced step 2's record.
+      const ahead = checks.filter((c) => c.tentative);
+      const own = checks.filter((c) => !c.tentative);
+      expect(ahead).toHaveLength(checked === 'checked ahead' ? 2 : 0);
+      const asked = own.length - (checked === 'checked ahead' ? 1 : 2);
       expect(awaitRecords ? [1] : [1, 2]).toContain(asked);
-      expect(checks.map((c) => c.estimate!.maxOutputTokens)).toEqual(Array(2 + asked).fill(MAX_OUTPUT_TOKENS));
-      expect(new Set(checks.slice(2).map((c) => c.stepId)).size).toBe(1);
-      const third = checks[checks.length - 1]!.estimate!;
+      expect(checks.map((c) => c.estimate!.maxOutputTokens)).toEqual(Array(checks.length).fill(MAX_OUTPUT_TOKENS));
+      expect(new Set(own.slice(-asked).map((c) => c.stepId)).size).toBe(1);
+      const third = own[own.length - 1]!.estimate!;
       const usageMicros = 2 * STEP_MICROS + third.inputTokens * 2 + third.maxOutputTokens * 10;
       const metadata: CostGuardTripwireMetadata = {
         processorId: 'cost-guard',
@@ -261,19 +270,22 @@ describe('CostGuardProcessor with TollgateClient against the real service', () =
 
         // What fits after two steps ($0.02004 spent of $0.025): the prompt at $2 / M and k output
         // tokens at $10 / M, strictly under the limit.
-        const third = checks[checks.length - 1]!.estimate!;
+        const own = checks.filter((c) => !c.tentative);
+        const third = own[own.length - 1]!.estimate!;
         const fits = Math.ceil((MAX_COST * 1e6 - 2 * STEP_MICROS - third.inputTokens * 2) / 10) - 1;
         expect(fits).toBeGreaterThan(100);
         expect(fits).toBeLessThan(MAX_OUTPUT_TOKENS);
         expect([result.text, result.tripwire]).toEqual(['All done.', undefined]);
         expect(prompts).toHaveLength(3);
         expect(maxOutputTokens).toEqual([MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS, fits]);
+        // A check ahead never shrinks: the third step's does not fit, and its own check shrinks it.
         expect(
-          checks.every(
+          own.every(
             (c) =>
               c.onExceed === 'shrink' && c.minOutputTokens === 100 && c.estimate!.maxOutputTokens === MAX_OUTPUT_TOKENS,
           ),
         ).toBe(true);
+        expect(checks.filter((c) => c.tentative).map((c) => c.onExceed)).toEqual([undefined, undefined]);
         const report: CostGuardStepReport = {
           processorId: 'cost-guard',
           maxOutputTokens: fits,

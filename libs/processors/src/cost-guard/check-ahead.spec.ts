@@ -1,0 +1,221 @@
+import { RequestContext } from '@mastra/core/request-context';
+import { abort, text, toolMessage } from '../../test/support/messages';
+import type { GuardCheckRequest, GuardCheckResponse, TollgateGuardClient } from '../tollgate/guard-client';
+import { aheadOf, CHECK_AHEAD_HOLD_MS, CHECK_AHEAD_TOKENS, covers } from './check-ahead';
+import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } from './cost-guard.processor';
+
+const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({
+  decision: 'allow',
+  violations: [],
+  warnings: [],
+  skipped: [],
+  usage: {},
+  asOf: new Date().toISOString(),
+  ...over,
+});
+const reserved = (id: string, over: Partial<GuardCheckResponse> = {}) =>
+  answer({
+    reservation: {
+      id,
+      estimatedCost: 0.001,
+      costUnit: 'USD',
+      inputTokens: 10,
+      outputTokens: 100,
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    },
+    ...over,
+  });
+const declined = () => answer({ decision: 'deny', reason: 'tentative' });
+
+/** A client answering checks in order (or by `answerFor`), logging every call. */
+function scriptedClient(answers: GuardCheckResponse[]) {
+  const log: string[] = [];
+  const checks: GuardCheckRequest[] = [];
+  const recorded: Array<{ stepIndex?: number; reservationId?: string }> = [];
+  const client: TollgateGuardClient = {
+    guard: {
+      check: async (request) => {
+        checks.push(request);
+        log.push(`check ${request.stepId}${request.tentative ? ' (ahead)' : ''}`);
+        return answers.shift() ?? answer();
+      },
+      release: async (id) => void log.push(`release ${id}`),
+    },
+    events: {
+      record: (event) => {
+        recorded.push(event);
+        log.push(`record ${event.stepIndex}`);
+      },
+      flush: async () => void log.push('flush'),
+    },
+  };
+  return { client, log, checks, recorded };
+}
+
+const question = text('user', 'What does the invoice say?');
+/** The step's args; each step after the first holds the tool traffic of those before it (`toolResult`: its size). */
+function stepArgs(state: Record<string, unknown>, stepNumber: number, toolResult = 'found'): CostGuardStepArgs {
+  const requestContext = new RequestContext();
+  requestContext.set('mastra__resourceId', 'r1');
+  const traffic = Array.from({ length: stepNumber }, (_, i) =>
+    toolMessage(`call-${i}`, 'lookup', { q: i }, toolResult),
+  );
+  return {
+    messages: [question, ...traffic],
+    systemMessages: [],
+    abort,
+    requestContext,
+    state,
+    stepNumber,
+    steps: [],
+    model: { provider: 'openai.chat', modelId: 'gpt-4o' },
+    modelSettings: { maxOutputTokens: 500 },
+  };
+}
+const finished = (stepNumber: number, state: Record<string, unknown>, reason: 'tool-calls' | 'stop') => ({
+  stepNumber,
+  state,
+  chunks: [
+    {
+      type: 'finish',
+      payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } },
+    },
+  ],
+});
+const guard = (client: TollgateGuardClient, options: Partial<CostGuardOptions> = {}) =>
+  new CostGuardProcessor({ maxCost: 1, client, logger: { warn: () => undefined }, ...options });
+
+describe('CostGuardProcessor checks a step ahead (given a step that called tools, when it ends, then …)', () => {
+  it('the next step is checked and reserved while the tools run, tentatively, and runs on that reservation without a check of its own', async () => {
+    const { client, log, checks, recorded } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    expect(log).toEqual([expect.stringMatching(/:0$/), 'record 0', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
+    const [own, ahead] = checks;
+    // Sized for the step's prompt, its 20 output tokens and room for the tool results; never shrunk.
+    expect(ahead).toEqual({
+      ...own,
+      stepId: expect.stringMatching(/:1:ahead$/),
+      tentative: true,
+      estimate: { ...own!.estimate!, inputTokens: own!.estimate!.inputTokens + 20 + CHECK_AHEAD_TOKENS },
+    });
+
+    await g.processInputStep(stepArgs(state, 1));
+    expect(checks).toHaveLength(2);
+    await g.processLLMResponse(finished(1, state, 'stop'));
+    // Its record settles the reservation made ahead.
+    expect(recorded.map((r) => [r.stepIndex, r.reservationId])).toEqual([
+      [0, 'rsv-0'],
+      [1, 'rsv-1'],
+    ]);
+    expect(log.filter((l) => l.startsWith('release'))).toEqual([]);
+  });
+
+  it('a next step larger than what was checked ahead (a long tool result) releases that reservation and is checked on its own', async () => {
+    const { client, log, checks } = scriptedClient([reserved('rsv-0'), reserved('rsv-ahead'), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1, 'word '.repeat(3 * CHECK_AHEAD_TOKENS)));
+    expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false]);
+    expect(checks[2]!.estimate!.inputTokens).toBeGreaterThan(checks[1]!.estimate!.inputTokens);
+    await g.processLLMResponse(finished(1, state, 'stop'));
+    // Released before the run's last hook resolves.
+    expect(log).toContain('release rsv-ahead');
+  });
+
+  it('a check ahead Tollgate declined (it did not fit with nothing to report) leaves the step to its own check', async () => {
+    const { client, checks, log } = scriptedClient([reserved('rsv-0'), declined(), reserved('rsv-1')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1));
+    expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false]);
+    expect(log.filter((l) => l.startsWith('release'))).toEqual([]);
+  });
+
+  it.each([
+    [
+      'allowed with a warning',
+      answer({ warnings: [{ threshold: 'soft' } as never], reservation: reserved('r').reservation }),
+    ],
+    ['shrunk', reserved('r', { adjust: { maxOutputTokens: 100, requestedMaxOutputTokens: 500, limitedBy: [] } })],
+  ])('a step %s is followed by no check ahead: the next is decided on its own', async (_, first) => {
+    const { client, checks } = scriptedClient([first, reserved('rsv-1')]);
+    const g = guard(client, { onExceed: 'shrink' });
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    expect(checks).toHaveLength(1);
+  });
+
+  it('with checkAhead: false, each step is checked on its own path', async () => {
+    const { client, checks } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const g = guard(client, { checkAhead: false });
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1));
+    expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, false]);
+  });
+
+  it('a check ahead no step takes (a run that ended after its tools) is released after the hold', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const { client, log } = scriptedClient([reserved('rsv-0'), reserved('rsv-ahead')]);
+      const g = guard(client);
+      const state = {};
+      await g.processInputStep(stepArgs(state, 0));
+      await g.processLLMResponse(finished(0, state, 'tool-calls'));
+      await jest.advanceTimersByTimeAsync(CHECK_AHEAD_HOLD_MS - 1);
+      expect(log).not.toContain('release rsv-ahead');
+      await jest.advanceTimersByTimeAsync(1);
+      expect(log).toContain('release rsv-ahead');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('validates checkAheadTokens', () => {
+    const { client } = scriptedClient([]);
+    expect(() => guard(client, { checkAheadTokens: -1 })).toThrow(/checkAheadTokens/);
+    expect(() => guard(client, { checkAheadTokens: 1.5 })).toThrow(/checkAheadTokens/);
+    expect(() => guard(client, { checkAheadTokens: 0 })).not.toThrow();
+  });
+});
+
+describe('covers (a check ahead holds what the step asks)', () => {
+  const own: GuardCheckRequest = {
+    context: { resourceId: 'r1' },
+    limits: [{ scope: 'resource', window: '7d', maxCost: 1 }],
+    estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 100, maxOutputTokens: 500 },
+    reserve: true,
+    stepId: 'run:1',
+    failMode: 'open',
+    onExceed: 'shrink',
+    minOutputTokens: 10,
+  };
+  const ahead = aheadOf(own, 'run:1:ahead', 20, 50);
+
+  it('given the same step at most that large, then yes; and the check ahead never shrinks', () => {
+    expect(ahead).not.toHaveProperty('onExceed');
+    expect(ahead).not.toHaveProperty('minOutputTokens');
+    expect(covers(ahead, own)).toBe(true);
+    expect(covers(ahead, { ...own, estimate: { ...own.estimate!, inputTokens: 170 } })).toBe(true);
+  });
+
+  it.each([
+    ['more input tokens', { estimate: { ...own.estimate!, inputTokens: 171 } }],
+    ['another model', { estimate: { ...own.estimate!, model: 'gpt-4o-mini' } }],
+    ['another output cap', { estimate: { ...own.estimate!, maxOutputTokens: 400 } }],
+    ['another limit', { limits: [{ scope: 'resource' as const, window: '7d' as const, maxCost: 2 }] }],
+    ['another scope id', { context: { resourceId: 'r2' } }],
+    ['another fail mode', { failMode: 'closed' as const }],
+  ])('given %s, then no', (_, change) => {
+    expect(covers(ahead, { ...own, ...change })).toBe(false);
+  });
+});
