@@ -127,6 +127,24 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     expect(log).toContain('release rsv-ahead');
   });
 
+  it("in a run whose tool results are longer than the room, the next checks ahead hold what the run's took", async () => {
+    const long = 'word '.repeat(3 * CHECK_AHEAD_TOKENS);
+    const { client, checks } = scriptedClient([reserved('rsv-0'), reserved('a-1'), reserved('rsv-1'), reserved('a-2')]);
+    const g = guard(client);
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await g.processInputStep(stepArgs(state, 1, long)); // longer than the room: checked on its own
+    await g.processLLMResponse(finished(1, state, 'tool-calls'));
+    const took = checks[2]!.estimate!.inputTokens - checks[0]!.estimate!.inputTokens - 20;
+    expect(checks[3]).toMatchObject({
+      tentative: true,
+      estimate: { inputTokens: checks[2]!.estimate!.inputTokens + 20 + Math.ceil(took * 1.25) },
+    });
+    await g.processInputStep(stepArgs(state, 2, long)); // as long again: runs on its check ahead
+    expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false, true]);
+  });
+
   it('a check ahead Tollgate declined (it did not fit with nothing to report) leaves the step to its own check', async () => {
     const { client, checks, log } = scriptedClient([reserved('rsv-0'), declined(), reserved('rsv-1')]);
     const g = guard(client);

@@ -11,6 +11,8 @@ export interface CheckAhead {
   /** The step it is for. */
   stepNumber: number;
   request: GuardCheckRequest;
+  /** Input tokens it holds for the tool results of the step before. */
+  roomTokens: number;
   /** Undefined when the check failed (the step is then checked as usual). */
   answer: Promise<GuardCheckResponse | undefined>;
   /** Releases it when no step took it in time (a run that ended after its tools). */

@@ -118,7 +118,10 @@ export interface CostGuardOptions {
    * checked as usual. One that no step takes within 30 s (a run that ended after its tools) is released.
    */
   checkAhead?: boolean;
-  /** Input tokens a check ahead holds for the tool results of the step before. Default 1,024. */
+  /**
+   * Input tokens a check ahead holds for the tool results of the step before. Default 1,024. In a
+   * run whose tool results were longer, the next checks ahead hold what they took, and a quarter more.
+   */
   checkAheadTokens?: number;
   /** BPE rank set used to count the outgoing messages. Default `o200k_base`. */
   encoding?: TiktokenBPE;
@@ -247,6 +250,8 @@ interface RunState {
   ahead?: CheckAhead;
   /** The last step's own check, when it was allowed with nothing to report: the next one's check ahead is made from it. */
   allowed?: { stepNumber: number; request: GuardCheckRequest };
+  /** Input tokens the next check ahead holds for tool results: `checkAheadTokens`, or more once this run's took more. */
+  aheadRoom?: number;
 }
 
 /** What tells the two names of the guard apart: Mastra's ids and texts for each. */
@@ -446,17 +451,13 @@ export abstract class CostGuardBase<Id extends string> {
     const allowed = run.allowed;
     if (!allowed || allowed.stepNumber !== stepNumber) return;
     this.dropAhead(client, run);
-    const request = aheadOf(
-      allowed.request,
-      `${run.runKey}:${stepNumber + 1}:ahead`,
-      outputTokens,
-      this.options.checkAheadTokens ?? CHECK_AHEAD_TOKENS,
-    );
+    const roomTokens = run.aheadRoom ?? this.options.checkAheadTokens ?? CHECK_AHEAD_TOKENS;
+    const request = aheadOf(allowed.request, `${run.runKey}:${stepNumber + 1}:ahead`, outputTokens, roomTokens);
     const answer = client.guard.check(request, { busyDeadlineMs: 0 }).then(
       (response) => response,
       () => undefined,
     );
-    const ahead: CheckAhead = { stepNumber: stepNumber + 1, request, answer };
+    const ahead: CheckAhead = { stepNumber: stepNumber + 1, request, roomTokens, answer };
     ahead.timer = setTimeout(() => run.ahead === ahead && this.dropAhead(client, run), CHECK_AHEAD_HOLD_MS);
     ahead.timer.unref?.();
     run.ahead = ahead;
@@ -475,6 +476,9 @@ export abstract class CostGuardBase<Id extends string> {
     const ahead = run.ahead;
     if (!ahead) return undefined;
     if (ahead.stepNumber !== stepNumber || !covers(ahead.request, own)) {
+      // Tool results longer than the room held: the run's next checks ahead hold what these took.
+      const took = own.estimate!.inputTokens - (ahead.request.estimate!.inputTokens - ahead.roomTokens);
+      if (took > ahead.roomTokens) run.aheadRoom = Math.ceil(took * 1.25);
       this.dropAhead(client, run);
       return undefined;
     }
