@@ -92,7 +92,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
     await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    expect(log).toEqual([expect.stringMatching(/:0$/), 'record 0', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
+    // Sent before the step's record is handed to the client's batch.
+    expect(log).toEqual([expect.stringMatching(/:0$/), expect.stringMatching(/:1:ahead \(ahead\)$/), 'record 0']);
     const [own, ahead] = checks;
     // Sized for the step's prompt, its 20 output tokens and room for the tool results; never shrunk.
     expect(ahead).toEqual({
@@ -169,6 +170,15 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     await g.processInputStep(stepArgs(state, 0));
     await g.processLLMResponse(finished(0, state, 'tool-calls'));
     expect(checks).toHaveLength(1);
+  });
+
+  it('with awaitRecords, the check ahead goes out once the step is stored, so that it counts what was spent', async () => {
+    const { client, log } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const g = guard(client, { awaitRecords: true });
+    const state = {};
+    await g.processInputStep(stepArgs(state, 0));
+    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    expect(log.slice(1)).toEqual(['record 0', 'flush', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
   });
 
   it('with checkAhead: false, each step is checked on its own path', async () => {

@@ -435,15 +435,18 @@ export abstract class CostGuardBase<Id extends string> {
     // any other is the run's last, and its record lands before generate() resolves.
     const last = payload.stepResult?.reason !== 'tool-calls';
     const providerMetadata = payload.providerMetadata ?? payload.metadata?.providerMetadata;
-    await this.record(client, run, step, usage, providerMetadata, last || this.options.awaitRecords === true);
+    const stored = this.options.awaitRecords === true;
+    const ahead = () => {
+      if (last || this.options.checkAhead === false) return;
+      const meaning = { provider: step.providerId, providerMetadata, specVersion: step.specVersion };
+      const { outputTokens } = fromAiSdk(usage, meaning).usage;
+      this.sendAhead(client, run, args.stepNumber, outputTokens ?? 0);
+    };
+    // The next step's check goes out first, unless it must see this record stored.
+    if (!stored) ahead();
+    await this.record(client, run, step, usage, providerMetadata, last || stored);
     if (last) return this.drain(run);
-    if (this.options.checkAhead === false) return;
-    const { outputTokens } = fromAiSdk(usage, {
-      provider: step.providerId,
-      providerMetadata,
-      specVersion: step.specVersion,
-    }).usage;
-    this.sendAhead(client, run, args.stepNumber, outputTokens ?? 0);
+    if (stored) ahead();
   }
 
   /** Checks the step after `stepNumber` ahead of it, while this one runs its tools (see `checkAhead`). */
