@@ -1,30 +1,10 @@
 import { RequestContext } from '@mastra/core/request-context';
 import { abort, text, toolMessage } from '../../test/support/messages';
+import { answer, finished, reserved } from '../../test/support/guard-answers';
 import type { GuardCheckRequest, GuardCheckResponse, TollgateGuardClient } from '../tollgate/guard-client';
 import { aheadOf, CHECK_AHEAD_HOLD_MS, CHECK_AHEAD_TOKENS, covers } from './check-ahead';
 import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } from './cost-guard.processor';
 
-const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({
-  decision: 'allow',
-  violations: [],
-  warnings: [],
-  skipped: [],
-  usage: {},
-  asOf: new Date().toISOString(),
-  ...over,
-});
-const reserved = (id: string, over: Partial<GuardCheckResponse> = {}) =>
-  answer({
-    reservation: {
-      id,
-      estimatedCost: 0.001,
-      costUnit: 'USD',
-      inputTokens: 10,
-      outputTokens: 100,
-      expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    },
-    ...over,
-  });
 const declined = () => answer({ decision: 'deny', reason: 'tentative' });
 
 /** A client answering checks in order (or by `answerFor`), logging every call. */
@@ -72,16 +52,6 @@ function stepArgs(state: Record<string, unknown>, stepNumber: number, toolResult
     modelSettings: { maxOutputTokens: 500 },
   };
 }
-const finished = (stepNumber: number, state: Record<string, unknown>, reason: 'tool-calls' | 'stop') => ({
-  stepNumber,
-  state,
-  chunks: [
-    {
-      type: 'finish',
-      payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } },
-    },
-  ],
-});
 const guard = (client: TollgateGuardClient, options: Partial<CostGuardOptions> = {}) =>
   new CostGuardProcessor({ maxCost: 1, client, logger: { warn: () => undefined }, ...options });
 

@@ -1,5 +1,6 @@
 import { RequestContext } from '@mastra/core/request-context';
 import { abort, caught } from '../../test/support/messages';
+import { answer, finished, reserved } from '../../test/support/guard-answers';
 import type {
   GuardCheckRequest,
   GuardCheckResponse,
@@ -26,27 +27,6 @@ const violation: GuardFinding = {
   threshold: 'hard',
   source: 'request',
 };
-const answer = (over: Partial<GuardCheckResponse> = {}): GuardCheckResponse => ({
-  decision: 'allow',
-  violations: [],
-  warnings: [],
-  skipped: [],
-  usage: {},
-  asOf: new Date().toISOString(),
-  ...over,
-});
-const reserved = (id: string, over: Partial<GuardCheckResponse> = {}) =>
-  answer({
-    reservation: {
-      id,
-      estimatedCost: 0.001,
-      costUnit: 'USD',
-      inputTokens: 10,
-      outputTokens: 100,
-      expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    },
-    ...over,
-  });
 
 /** A client that answers checks from a script and whose deliveries land when the spec says. */
 function scriptedClient(answers: GuardCheckResponse[]) {
@@ -90,16 +70,6 @@ function stepArgs(state: Record<string, unknown>, stepNumber: number, maxOutputT
     modelSettings: { maxOutputTokens },
   };
 }
-const finished = (stepNumber: number, state: Record<string, unknown>, reason: 'tool-calls' | 'stop') => ({
-  stepNumber,
-  state,
-  chunks: [
-    {
-      type: 'finish',
-      payload: { stepResult: { reason }, output: { usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 } } },
-    },
-  ],
-});
 // What is asked of Tollgate and when, with each step checked on its own path (check-ahead.spec
 // covers the checks sent ahead of a step).
 const guard = (client: TollgateGuardClient, onExceed?: 'shrink') =>
