@@ -151,6 +151,25 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     expect(log.slice(1)).toEqual(['record 0', 'flush', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
   });
 
+  it('with a client that cannot release, or whose check throws at once, each step is checked on its own path', async () => {
+    const noRelease = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    delete (noRelease.client.guard as { release?: unknown }).release;
+    const throwing = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const check = throwing.client.guard.check;
+    throwing.client.guard.check = (request, options) => {
+      if (request.tentative) throw new Error('not now');
+      return check(request, options);
+    };
+    for (const { client, checks } of [noRelease, throwing]) {
+      const g = guard(client);
+      const state = {};
+      await g.processInputStep(stepArgs(state, 0));
+      await g.processLLMResponse(finished(0, state, 'tool-calls'));
+      await g.processInputStep(stepArgs(state, 1));
+      expect(checks.filter((c) => !c.tentative)).toHaveLength(2);
+    }
+  });
+
   it('with checkAhead: false, each step is checked on its own path', async () => {
     const { client, checks } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client, { checkAhead: false });

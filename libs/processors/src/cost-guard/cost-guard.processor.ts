@@ -115,7 +115,8 @@ export interface CostGuardOptions {
    * no shrinking) and logs nothing otherwise. It is sized for the step's messages plus its answer
    * and `checkAheadTokens` for the tool results; the next step takes it when its own estimate is
    * no larger and its model, output cap and limits are the same, and otherwise releases it and is
-   * checked as usual. One that no step takes within 30 s (a run that ended after its tools) is released.
+   * checked as usual. One that no step takes within 30 s (a run that ended after its tools) is
+   * released. Needs a client with `guard.release`.
    */
   checkAhead?: boolean;
   /**
@@ -452,14 +453,20 @@ export abstract class CostGuardBase<Id extends string> {
   /** Checks the step after `stepNumber` ahead of it, while this one runs its tools (see `checkAhead`). */
   private sendAhead(client: TollgateGuardClient, run: RunState, stepNumber: number, outputTokens: number): void {
     const allowed = run.allowed;
-    if (!allowed || allowed.stepNumber !== stepNumber) return;
+    // A client that cannot release would leave a check ahead no step took holding until it expires.
+    if (!allowed || allowed.stepNumber !== stepNumber || !client.guard.release) return;
     this.dropAhead(client, run);
     const roomTokens = run.aheadRoom ?? this.options.checkAheadTokens ?? CHECK_AHEAD_TOKENS;
     const request = aheadOf(allowed.request, `${run.runKey}:${stepNumber + 1}:ahead`, outputTokens, roomTokens);
-    const answer = client.guard.check(request, { busyDeadlineMs: 0 }).then(
-      (response) => response,
-      () => undefined,
-    );
+    let answer: Promise<GuardCheckResponse | undefined>;
+    try {
+      answer = client.guard.check(request, { busyDeadlineMs: 0 }).then(
+        (response) => response,
+        () => undefined,
+      );
+    } catch {
+      return; // a client that throws at once: the step is checked on its own
+    }
     const ahead: CheckAhead = { stepNumber: stepNumber + 1, request, roomTokens, answer };
     ahead.timer = setTimeout(() => run.ahead === ahead && this.dropAhead(client, run), CHECK_AHEAD_HOLD_MS);
     ahead.timer.unref?.();
