@@ -1,56 +1,27 @@
-import { RequestContext } from '@mastra/core/request-context';
-import { abort, text, toolMessage } from '../../test/support/messages';
-import { answer, finished, reserved } from '../../test/support/guard-answers';
-import type { GuardCheckRequest, GuardCheckResponse, TollgateGuardClient } from '../tollgate/guard-client';
+import { text, toolMessage } from '../../test/support/messages';
+import { answer, finished, reserved, scriptedClient, stepArgs } from '../../test/support/guard-answers';
+import type { GuardCheckRequest, TollgateGuardClient } from '../tollgate/guard-client';
 import { aheadOf, CHECK_AHEAD_HOLD_MS, CHECK_AHEAD_TOKENS, covers } from './check-ahead';
-import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } from './cost-guard.processor';
+import { CostGuardProcessor, type CostGuardOptions } from './cost-guard.processor';
 
 const declined = () => answer({ decision: 'deny', reason: 'tentative' });
 
-/** A client answering checks in order (or by `answerFor`), logging every call. */
-function scriptedClient(answers: GuardCheckResponse[]) {
-  const log: string[] = [];
-  const checks: GuardCheckRequest[] = [];
-  const recorded: Array<{ stepIndex?: number; reservationId?: string }> = [];
-  const client: TollgateGuardClient = {
-    guard: {
-      check: async (request) => {
-        checks.push(request);
-        log.push(`check ${request.stepId}${request.tentative ? ' (ahead)' : ''}`);
-        return answers.shift() ?? answer();
-      },
-      release: async (id) => void log.push(`release ${id}`),
-    },
-    events: {
-      record: (event) => {
-        recorded.push(event);
-        log.push(`record ${event.stepIndex}`);
-      },
-      flush: async () => void log.push('flush'),
-    },
-  };
-  return { client, log, checks, recorded };
-}
-
 const question = text('user', 'What does the invoice say?');
 /** The step's args; each step after the first holds the tool traffic of those before it (`toolResult`: its size). */
-function stepArgs(state: Record<string, unknown>, stepNumber: number, toolResult = 'found'): CostGuardStepArgs {
-  const requestContext = new RequestContext();
-  requestContext.set('mastra__resourceId', 'r1');
-  const traffic = Array.from({ length: stepNumber }, (_, i) =>
-    toolMessage(`call-${i}`, 'lookup', { q: i }, toolResult),
-  );
-  return {
-    messages: [question, ...traffic],
-    systemMessages: [],
-    abort,
-    requestContext,
-    state,
-    stepNumber,
-    steps: [],
-    model: { provider: 'openai.chat', modelId: 'gpt-4o' },
-    modelSettings: { maxOutputTokens: 500 },
-  };
+const step = (state: Record<string, unknown>, stepNumber: number, toolResult = 'found') =>
+  stepArgs(state, stepNumber, [
+    question,
+    ...Array.from({ length: stepNumber }, (_, i) => toolMessage(`call-${i}`, 'lookup', { q: i }, toolResult)),
+  ]);
+/** Step `stepNumber` of the run in `state`, checked and then ended with tool calls. */
+async function toolStep(
+  g: CostGuardProcessor,
+  state: Record<string, unknown>,
+  stepNumber: number,
+  toolResult?: string,
+) {
+  await g.processInputStep(step(state, stepNumber, toolResult));
+  await g.processLLMResponse(finished(stepNumber, state, 'tool-calls'));
 }
 const guard = (client: TollgateGuardClient, options: Partial<CostGuardOptions> = {}) =>
   new CostGuardProcessor({ maxCost: 1, client, logger: { warn: () => undefined }, ...options });
@@ -60,8 +31,7 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, log, checks, recorded } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await toolStep(g, state, 0);
     // Sent before the step's record is handed to the client's batch.
     expect(log).toEqual([expect.stringMatching(/:0$/), expect.stringMatching(/:1:ahead \(ahead\)$/), 'record 0']);
     const [own, ahead] = checks;
@@ -73,7 +43,7 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
       estimate: { ...own!.estimate!, inputTokens: own!.estimate!.inputTokens + 20 + CHECK_AHEAD_TOKENS },
     });
 
-    await g.processInputStep(stepArgs(state, 1));
+    await g.processInputStep(step(state, 1));
     expect(checks).toHaveLength(2);
     await g.processLLMResponse(finished(1, state, 'stop'));
     // Its record settles the reservation made ahead.
@@ -88,9 +58,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, log, checks } = scriptedClient([reserved('rsv-0'), reserved('rsv-ahead'), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    await g.processInputStep(stepArgs(state, 1, 'word '.repeat(3 * CHECK_AHEAD_TOKENS)));
+    await toolStep(g, state, 0);
+    await g.processInputStep(step(state, 1, 'word '.repeat(3 * CHECK_AHEAD_TOKENS)));
     expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false]);
     expect(checks[2]!.estimate!.inputTokens).toBeGreaterThan(checks[1]!.estimate!.inputTokens);
     await g.processLLMResponse(finished(1, state, 'stop'));
@@ -103,16 +72,15 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, checks } = scriptedClient([reserved('rsv-0'), reserved('a-1'), reserved('rsv-1'), reserved('a-2')]);
     const g = guard(client);
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    await g.processInputStep(stepArgs(state, 1, long)); // longer than the room: checked on its own
+    await toolStep(g, state, 0);
+    await g.processInputStep(step(state, 1, long)); // longer than the room: checked on its own
     await g.processLLMResponse(finished(1, state, 'tool-calls'));
     const took = checks[2]!.estimate!.inputTokens - checks[0]!.estimate!.inputTokens - 20;
     expect(checks[3]).toMatchObject({
       tentative: true,
       estimate: { inputTokens: checks[2]!.estimate!.inputTokens + 20 + Math.ceil(took * 1.25) },
     });
-    await g.processInputStep(stepArgs(state, 2, long)); // as long again: runs on its check ahead
+    await g.processInputStep(step(state, 2, long)); // as long again: runs on its check ahead
     expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false, true]);
   });
 
@@ -120,9 +88,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, checks, log } = scriptedClient([reserved('rsv-0'), declined(), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    await g.processInputStep(stepArgs(state, 1));
+    await toolStep(g, state, 0);
+    await g.processInputStep(step(state, 1));
     expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, true, false]);
     expect(log.filter((l) => l.startsWith('release'))).toEqual([]);
   });
@@ -137,8 +104,7 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, checks } = scriptedClient([first, reserved('rsv-1')]);
     const g = guard(client, { onExceed: 'shrink' });
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
+    await toolStep(g, state, 0);
     expect(checks).toHaveLength(1);
   });
 
@@ -146,9 +112,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, log } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client, { awaitRecords: true });
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    expect(log.slice(1)).toEqual(['record 0', 'flush', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
+    await toolStep(g, state, 0);
+    expect(log.slice(1)).toEqual(['record 0', 'flush', 'landed', expect.stringMatching(/:1:ahead \(ahead\)$/)]);
   });
 
   it('with a client that cannot release, or whose check throws at once, each step is checked on its own path', async () => {
@@ -163,9 +128,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     for (const { client, checks } of [noRelease, throwing]) {
       const g = guard(client);
       const state = {};
-      await g.processInputStep(stepArgs(state, 0));
-      await g.processLLMResponse(finished(0, state, 'tool-calls'));
-      await g.processInputStep(stepArgs(state, 1));
+      await toolStep(g, state, 0);
+      await g.processInputStep(step(state, 1));
       expect(checks.filter((c) => !c.tentative)).toHaveLength(2);
     }
   });
@@ -174,9 +138,8 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
     const { client, checks } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client, { checkAhead: false });
     const state = {};
-    await g.processInputStep(stepArgs(state, 0));
-    await g.processLLMResponse(finished(0, state, 'tool-calls'));
-    await g.processInputStep(stepArgs(state, 1));
+    await toolStep(g, state, 0);
+    await g.processInputStep(step(state, 1));
     expect(checks.map((c) => Boolean(c.tentative))).toEqual([false, false]);
   });
 
@@ -186,8 +149,7 @@ describe('CostGuardProcessor checks a step ahead (given a step that called tools
       const { client, log } = scriptedClient([reserved('rsv-0'), reserved('rsv-ahead')]);
       const g = guard(client);
       const state = {};
-      await g.processInputStep(stepArgs(state, 0));
-      await g.processLLMResponse(finished(0, state, 'tool-calls'));
+      await toolStep(g, state, 0);
       await jest.advanceTimersByTimeAsync(CHECK_AHEAD_HOLD_MS - 1);
       expect(log).not.toContain('release rsv-ahead');
       await jest.advanceTimersByTimeAsync(1);

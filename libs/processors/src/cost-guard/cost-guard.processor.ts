@@ -496,33 +496,31 @@ export abstract class CostGuardBase<Id extends string> {
     clearTimeout(ahead.timer);
     return ahead.answer.then((response) => {
       if (response && fitsPlainly(response)) return response;
-      if (response?.reservation) void this.releaseAhead(client, response.reservation.id);
+      this.releaseUntaken(client, run, response);
       return undefined;
     });
   }
 
-  /** Releases the check ahead, once answered, if it reserved; the run's drain waits for it. */
+  /** Drops the check ahead: once answered, its reservation (if any) is released. */
   private dropAhead(client: TollgateGuardClient, run: RunState): void {
     const ahead = run.ahead;
     if (!ahead) return;
     run.ahead = undefined;
     clearTimeout(ahead.timer);
-    const done = ahead.answer.then((response) =>
-      response?.reservation ? this.releaseAhead(client, response.reservation.id) : undefined,
-    );
-    run.inFlight.add(done);
-    void done.finally(() => run.inFlight.delete(done));
+    this.releaseUntaken(client, run, ahead.answer);
   }
 
-  private async releaseAhead(client: TollgateGuardClient, reservationId: string): Promise<void> {
-    if (!client.guard.release) return;
-    try {
-      await client.guard.release(reservationId);
-    } catch (error) {
-      this.log(
-        `Cost guard: could not release reservation ${reservationId}, checked ahead and not taken: ${(error as Error)?.message ?? String(error)}`,
-      );
-    }
+  /** Releases what a check ahead no step took reserved; the run's drain waits for it. */
+  private releaseUntaken(
+    client: TollgateGuardClient,
+    run: RunState,
+    answer: GuardCheckResponse | undefined | Promise<GuardCheckResponse | undefined>,
+  ): void {
+    const done = Promise.resolve(answer).then(async (response) => {
+      if (response?.reservation) await this.released(client, response.reservation.id, 'checked ahead and not taken');
+    });
+    run.inFlight.add(done);
+    void done.finally(() => run.inFlight.delete(done));
   }
 
   /**
@@ -606,7 +604,7 @@ export abstract class CostGuardBase<Id extends string> {
         else if (
           response.reservation &&
           client.guard.release &&
-          (await this.released(client, response.reservation.id))
+          (await this.released(client, response.reservation.id, 'to check again'))
         ) {
           ({ response, elapsedMs } = await this.ask(client, requestFor(args.model, `${stepId}:settled`)));
         }
@@ -659,14 +657,14 @@ export abstract class CostGuardBase<Id extends string> {
     if (response.adjust) return this.adjusted(args, response.adjust, args.model, undefined, requestedMaxOutputTokens);
   }
 
-  /** Releases a reservation; false (the shrunk answer then stands, as cautious as it was) when that fails. */
-  private async released(client: TollgateGuardClient, reservationId: string): Promise<boolean> {
+  /** Releases a reservation; false when that fails (logged, with `why`): a shrunk answer then stands, as cautious as it was. */
+  private async released(client: TollgateGuardClient, reservationId: string, why: string): Promise<boolean> {
     try {
       await client.guard.release!(reservationId);
       return true;
     } catch (error) {
       this.log(
-        `Cost guard: could not release reservation ${reservationId} to check again: ${(error as Error)?.message ?? String(error)}`,
+        `Cost guard: could not release reservation ${reservationId} ${why}: ${(error as Error)?.message ?? String(error)}`,
       );
       return false;
     }

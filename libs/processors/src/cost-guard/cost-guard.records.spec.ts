@@ -1,20 +1,7 @@
-import { RequestContext } from '@mastra/core/request-context';
-import { abort, caught } from '../../test/support/messages';
-import { answer, finished, reserved } from '../../test/support/guard-answers';
-import type {
-  GuardCheckRequest,
-  GuardCheckResponse,
-  GuardFinding,
-  TollgateGuardClient,
-} from '../tollgate/guard-client';
-import { CostGuardProcessor, type CostGuardStepArgs } from './cost-guard.processor';
-
-/** A deferred promise, resolved by the spec. */
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
+import { caught } from '../../test/support/messages';
+import { answer, finished, reserved, scriptedClient, stepArgs } from '../../test/support/guard-answers';
+import type { GuardCheckResponse, GuardFinding, TollgateGuardClient } from '../tollgate/guard-client';
+import { CostGuardProcessor } from './cost-guard.processor';
 
 const violation: GuardFinding = {
   scope: 'resource',
@@ -28,57 +15,17 @@ const violation: GuardFinding = {
   source: 'request',
 };
 
-/** A client that answers checks from a script and whose deliveries land when the spec says. */
-function scriptedClient(answers: GuardCheckResponse[]) {
-  const log: string[] = [];
-  const checks: GuardCheckRequest[] = [];
-  const deliveries: Array<ReturnType<typeof deferred>> = [];
-  const client: TollgateGuardClient = {
-    guard: {
-      check: async (request) => {
-        checks.push(request);
-        log.push(`check ${request.stepId}`);
-        return answers.shift() ?? answer();
-      },
-      release: async (id) => void log.push(`release ${id}`),
-    },
-    events: {
-      record: (event) => void log.push(`record ${event.stepIndex}`),
-      flush: () => {
-        const d = deferred();
-        deliveries.push(d);
-        log.push('flush');
-        return d.promise.then(() => void log.push('landed'));
-      },
-    },
-  };
-  return { client, log, checks, deliveries };
-}
-
-function stepArgs(state: Record<string, unknown>, stepNumber: number, maxOutputTokens = 500): CostGuardStepArgs {
-  const requestContext = new RequestContext();
-  requestContext.set('mastra__resourceId', 'r1');
-  return {
-    messages: [],
-    systemMessages: [],
-    abort,
-    requestContext,
-    state,
-    stepNumber,
-    steps: [],
-    model: { provider: 'openai.chat', modelId: 'gpt-4o' },
-    modelSettings: { maxOutputTokens },
-  };
-}
 // What is asked of Tollgate and when, with each step checked on its own path (check-ahead.spec
 // covers the checks sent ahead of a step).
+/** Its flushes land when the spec resolves their deliveries. */
+const scriptedClientHeld = (answers: GuardCheckResponse[]) => scriptedClient(answers, { holdFlushes: true });
 const guard = (client: TollgateGuardClient, onExceed?: 'shrink') =>
   new CostGuardProcessor({ maxCost: 1, client, onExceed, checkAhead: false, logger: { warn: () => undefined } });
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("CostGuardProcessor: a step's record is off the next step's path (given a step that called tools, when the next step is checked, then …)", () => {
   it("the step ends without waiting for its record, and the next check goes out with the record left to the client's batching (no flush)", async () => {
-    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const { client, log, deliveries } = scriptedClientHeld([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
@@ -89,7 +36,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it("a run's records are stored by one flush, its last step's, before that step's hook resolves", async () => {
-    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1'), reserved('rsv-2')]);
+    const { client, log, deliveries } = scriptedClientHeld([reserved('rsv-0'), reserved('rsv-1'), reserved('rsv-2')]);
     const g = guard(client);
     const state = {};
     for (const step of [0, 1]) {
@@ -108,7 +55,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('records whose flush failed are recorded again at the next step (same event ids)', async () => {
-    const { client, log } = scriptedClient([
+    const { client, log } = scriptedClientHeld([
       reserved('rsv-0'),
       answer({ decision: 'deny', violations: [violation] }),
       reserved('rsv-1'),
@@ -134,7 +81,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it("an API error stores the run's earlier records before the error goes on", async () => {
-    const { client, log, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-1')]);
+    const { client, log, deliveries } = scriptedClientHeld([reserved('rsv-0'), reserved('rsv-1')]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
@@ -148,7 +95,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('a deny taken while the record was not stored yet is asked again, same stepId, once it landed; the one after stands', async () => {
-    const { client, log, checks, deliveries } = scriptedClient([
+    const { client, log, checks, deliveries } = scriptedClientHeld([
       reserved('rsv-0'),
       answer({ decision: 'deny', violations: [violation] }),
       reserved('rsv-1'),
@@ -167,7 +114,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('a deny with nothing unstored is final: one check, and the TripWire', async () => {
-    const { client, checks } = scriptedClient([answer({ decision: 'deny', violations: [violation] })]);
+    const { client, checks } = scriptedClientHeld([answer({ decision: 'deny', violations: [violation] })]);
     const error = await caught(() => guard(client).processInputStep(stepArgs({}, 0)));
     expect(error.message).toBe('Cost guard: cost limit exceeded (1.2/1)');
     expect(checks).toHaveLength(1);
@@ -179,7 +126,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
       requestedMaxOutputTokens: 500,
       limitedBy: [violation],
     });
-    const { client, log, checks, deliveries } = scriptedClient([
+    const { client, log, checks, deliveries } = scriptedClientHeld([
       reserved('rsv-0'),
       reserved('rsv-small', { adjust: adjust(100) }),
       reserved('rsv-fair', { adjust: adjust(300) }),
@@ -209,7 +156,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
 
   it('a shrink whose reservation cannot be released stands as it was (no second reservation)', async () => {
     const adjust = { maxOutputTokens: 100, requestedMaxOutputTokens: 500, limitedBy: [violation] };
-    const { client, checks, deliveries } = scriptedClient([reserved('rsv-0'), reserved('rsv-small', { adjust })]);
+    const { client, checks, deliveries } = scriptedClientHeld([reserved('rsv-0'), reserved('rsv-small', { adjust })]);
     client.guard.release = async () => {
       throw new Error('503');
     };
@@ -225,7 +172,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it("the run's last step (no tool calls) is recorded and landed before its hook resolves", async () => {
-    const { client, log, deliveries } = scriptedClient([reserved('rsv-0')]);
+    const { client, log, deliveries } = scriptedClientHeld([reserved('rsv-0')]);
     const g = guard(client);
     const state = {};
     await g.processInputStep(stepArgs(state, 0));
@@ -239,7 +186,7 @@ describe("CostGuardProcessor: a step's record is off the next step's path (given
   });
 
   it('a TripWire waits for the records of the steps that ran', async () => {
-    const { client, log, deliveries } = scriptedClient([
+    const { client, log, deliveries } = scriptedClientHeld([
       reserved('rsv-0'),
       answer({ decision: 'deny', violations: [violation] }),
       answer({ decision: 'deny', violations: [violation] }),
