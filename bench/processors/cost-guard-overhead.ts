@@ -5,12 +5,13 @@
  *
  * A 5-step agent (4 tool calls, then the answer) on an instant mock model and an instant tool, so
  * what is timed is the agent loop and the guard. Agents registered with Mastra instances: no guard
- * (the baseline), Mastra's guard, ours (and ours with `checkAhead: false`, each step's check on
-that step's path, to show what checking ahead during the tools saves). Mastra's guard reads the metrics an observability exporter
- * writes; none runs here, so the bench writes each of its runs' step metrics into the store itself
- * (untimed), and Mastra's guard is measured twice: on a store holding only those, and on one
- * prefilled with BENCH_MASTRA_PREFILL_STEPS steps of other resources (default 10,000: the
- * InMemoryStore scans every metric per query, so its cost grows with the store). After
+ * (the baseline), Mastra's guard, ours, and ours with `checkAhead: false` (each step's check on
+ * that step's path, to show what checking ahead during the tools saves). Mastra's guard reads
+ * the metrics an observability exporter writes; none runs here, so the bench writes each of its
+ * runs' step metrics into the store itself (untimed), and Mastra's guard is measured twice: on a
+ * store holding only those, and on one prefilled with BENCH_MASTRA_PREFILL_STEPS steps of other
+ * resources (default 10,000: the InMemoryStore scans every metric per query, so its cost grows
+ * with the store). After
  * BENCH_GUARD_WARMUP_ROUNDS rounds of every agent (default 25: a server's guard runs warm; they
  * write no metrics, so Mastra's stores hold what they would without them), rounds are
  * interleaved so that drift in machine load hits all alike; a guard's overhead per step is (its
