@@ -116,13 +116,23 @@ export function guardOutcomeStatement(
   if (!reservations.length && !events.length) return null;
   return {
     text: OUTCOME_SQL,
-    params: [
-      ...outcomeParams(projectId, reservations, events),
-      [...reap.scopeKeys],
-      reap.expiredBy.toISOString(),
-      reap.scopeKeys.map((_, i) => timestampText(reap.after?.[i] ?? -Infinity)),
-    ],
+    params: outcomeStatementParams(projectId, reservations, events, reap),
   };
+}
+
+/** The six parameters of {@link outcomeCtes}. */
+export function outcomeStatementParams(
+  projectId: string,
+  reservations: readonly NewReservation[],
+  events: readonly SystemEvent[],
+  reap: Reap = NO_REAP,
+): [string, string, string, string[], string, string[]] {
+  return [
+    ...outcomeParams(projectId, reservations, events),
+    [...reap.scopeKeys],
+    reap.expiredBy.toISOString(),
+    reap.scopeKeys.map((_, i) => timestampText(reap.after?.[i] ?? -Infinity)),
+  ];
 }
 
 /**
@@ -152,7 +162,13 @@ export async function writeGuardOutcome(
   return statement ? madeReservations(await db.query(statement.text, ...statement.params)) : new Set();
 }
 
-const OUTCOME_SQL = `WITH rin AS (
+/**
+ * The common table expressions of an outcome statement ($1 the reservations, $2 the project, $3
+ * the events, $4–$6 the reap). With a `gate` (a boolean SQL expression over CTEs defined before
+ * them), the reservations and events are written only when it holds; the reap runs always.
+ */
+export function outcomeCtes(gate = 'true'): string {
+  return `rin AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, step_id text, scope_keys text[], context_keys text[], cost_micros bigint, cost_unit text,
          input_tokens bigint, output_tokens bigint, estimated_input_tokens bigint, provider text, model text, created_at timestamptz, expires_at timestamptz)
      ),
@@ -160,7 +176,7 @@ const OUTCOME_SQL = `WITH rin AS (
        INSERT INTO reservations (id, project_id, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens,
                                  estimated_input_tokens, provider, model, created_at, expires_at)
        SELECT id, $2, step_id, scope_keys, context_keys, cost_micros, cost_unit, input_tokens, output_tokens, estimated_input_tokens, provider, model, created_at, expires_at
-         FROM rin ORDER BY step_id
+         FROM rin WHERE ${gate} ORDER BY step_id
        ON CONFLICT (project_id, step_id) DO NOTHING
        RETURNING id
      ),
@@ -190,9 +206,12 @@ const OUTCOME_SQL = `WITH rin AS (
        ['reaped', -1],
      ])}),
      ein AS (${eventRecordsSql('$3')}),
-     kept AS (SELECT * FROM ein WHERE type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made)),
+     kept AS (SELECT * FROM ein WHERE (${gate}) AND (type <> 'BudgetReserved' OR reservation_id IN (SELECT id FROM made))),
      claimed AS (${claimEventIdsSql('kept', '$2')}),
-     logged AS (${logClaimedEventsSql('kept', 'claimed', '$2')} RETURNING 1)
+     logged AS (${logClaimedEventsSql('kept', 'claimed', '$2')} RETURNING 1)`;
+}
+
+const OUTCOME_SQL = `WITH ${outcomeCtes()}
      SELECT id FROM made`;
 
 function outcomeParams(

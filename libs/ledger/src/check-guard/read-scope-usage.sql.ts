@@ -122,6 +122,15 @@ interface UsageRow {
   r_out: bigint;
 }
 
+/** A usage read to send, and what makes the usage of its rows. */
+export interface UsageReadStatement {
+  /** Its rows are (i, cost_unit, input_tokens, output_tokens, cost_micros, unpriced_events, r_cost, r_in, r_out). */
+  statement: Executable;
+  /** Per segment (a row's `i`), the requests (indexes into the read's requests) it counts in. */
+  owners: readonly (readonly number[])[];
+  usage: (rows: readonly Record<string, unknown>[]) => Map<string, UsageTotals>;
+}
+
 /**
  * {@link readScopeUsage} as a statement to send (with others, in one round trip) and what makes
  * the usage of its rows.
@@ -131,7 +140,7 @@ export function usageRead(
   requests: readonly UsageRequest[],
   now: Date,
   reapedUntil: (scopeKey: string) => number = () => -Infinity,
-): { statement: Executable; usage: (rows: readonly Record<string, unknown>[]) => Map<string, UsageTotals> } {
+): UsageReadStatement {
   const seg = {
     kind: [] as string[],
     scope: [] as string[],
@@ -209,7 +218,7 @@ export function usageRead(
       seg.branch,
     ],
   };
-  return { statement, usage: (rows) => totalsOf(requests, owners, rows as unknown as UsageRow[]) };
+  return { statement, owners, usage: (rows) => totalsOf(requests, owners, rows as unknown as UsageRow[]) };
 }
 
 function totalsOf(
