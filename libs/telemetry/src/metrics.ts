@@ -63,6 +63,18 @@ export const guardUsageReads = new Counter({
   registers: [metricsRegistry],
 });
 
+/**
+ * Reserving commits by path: `one_trip` (decided on the usage its shape's last commit left, made
+ * exact under the locks in one round trip), `missed` (that usage had grown: nothing written, decided
+ * again), `two_trips` (read under the locks, then written: batches, denials, a shape not yet known).
+ */
+export const guardCommits = new Counter({
+  name: 'tollgate_guard_commits_total',
+  help: 'Reserving guard commits, by path (one_trip, missed, two_trips)',
+  labelNames: ['path'] as const,
+  registers: [metricsRegistry],
+});
+
 /** Settlements whose actual usage passed their reservation (a tokenizer or estimate undercounting). */
 export const reservationsExceeded = new Counter({
   name: 'tollgate_reservations_exceeded_total',

@@ -3,7 +3,13 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
 import { EventPartitions, INDEX_PLANS, PrismaService, withIndexPlans } from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
-import { guardDecisions, guardLatency, guardQueueDepth, guardUsageReads } from '@tollgate/telemetry/metrics';
+import {
+  guardCommits,
+  guardDecisions,
+  guardLatency,
+  guardQueueDepth,
+  guardUsageReads,
+} from '@tollgate/telemetry/metrics';
 import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
@@ -26,6 +32,7 @@ import {
   decideInOrder,
   emptyUsage,
   estimateView,
+  hold,
   scopeUsageView,
   usageKey,
   type CheckCase,
@@ -38,7 +45,10 @@ import { GroupCommit } from './group-commit';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql';
+import { KnownUsage } from './known-usage';
 import { ReapedUntil } from './reaped-until';
+import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
+import { boundOf, decidesWithinBounds } from './usage-bounds';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -52,6 +62,10 @@ interface LoadedCheck {
   settings: ProjectSettings;
   case: CheckCase;
   requests: UsageRequest[];
+  /** What is read to decide it: its requests and the last hours of their forecasts. */
+  reads: UsageRequest[];
+  /** The project and the (scope, window) pairs of `reads`: checks of one shape read the same usage. */
+  shape: string;
   skipped: GuardCheckResponse['skipped'];
 }
 
@@ -77,6 +91,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   private readonly logger = new Logger('guard');
   private readonly reads = new CoalescedReads<UsageRead>();
   private readonly reaped = new ReapedUntil();
+  private readonly known = new KnownUsage();
   private readonly commits: GroupCommit<LoadedCheck, CheckResult>;
 
   constructor(
@@ -185,11 +200,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     // A check that reserves nothing only reads: concurrent checks reading the same usage share
     // one statement, started after each of them arrived (see CoalescedReads). The read alone is
     // bounded in time; an audit event is appended before the answer, never after it.
-    const key = [projectId, ...check.requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)).sort()].join(
-      '\u001f',
-    );
     const { at, usage } = await withTimeout(
-      this.reads.run(key, () => this.read(projectId, withLastHours(check.requests))),
+      this.reads.run(check.shape, () => this.read(projectId, check.reads)),
       this.config.values.GUARD_TIMEOUT_MS,
     );
     const [outcome] = decideInOrder([check.case], new Map(usage), check.settings, this.decisionContext(at));
@@ -206,11 +218,15 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const settings = (await this.projectSettings.get(projectId)) ?? NO_SETTINGS;
     const { limits, skipped } = effectiveLimits(request, settings.policies, settings.money.base);
     const estimate = request.estimate ? await this.pricer.price(projectId, request.estimate, settings, now) : undefined;
+    const requests = dedupe(limits);
+    const reads = withLastHours(requests);
     return {
       request,
       settings,
       skipped,
-      requests: dedupe(limits),
+      requests,
+      reads,
+      shape: [projectId, ...reads.map(readKey).sort()].join('\u001f'),
       case: {
         context: request.context,
         limits,
@@ -243,6 +259,76 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   }
 
   /**
+   * A batch of one check goes in one round trip when it can (see commitInOneTrip); any other batch,
+   * and a check that cannot, in two (see commitInTwoTrips).
+   */
+  private async commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
+    if (checks.length === 1) {
+      const result = await this.commitInOneTrip(projectId, checks[0]);
+      if (result) return [result];
+    }
+    guardCommits.inc({ path: 'two_trips' });
+    return this.commitInTwoTrips(projectId, checks);
+  }
+
+  /**
+   * One reserving check in ONE round trip, exact: decided on the usage this process last committed
+   * a check of its shape on, then sent with BEGIN, the scopes' locks and COMMIT as one statement
+   * that reads the usage under the locks and writes the reservation only if that usage is within
+   * what the check was decided on. Usage only makes a decision stricter as it grows, so the
+   * decision is the one the usage read would give (see usage-bounds.ts); the answer shows that
+   * usage. Only a plain allow goes this way (a denial, a warning, a shrunk step, a tentative one
+   * declined is decided on a fresh read); when the usage grew (another writer: an ingest, another
+   * replica) or the step already had a reservation, nothing was written and the check is decided
+   * again in two trips.
+   */
+  private async commitInOneTrip(projectId: string, check: LoadedCheck): Promise<CheckResult | undefined> {
+    const known = this.known.get(check.shape);
+    if (!known) return undefined;
+    // The (scope, window) pairs a reservation holds bound the decision; a forecast's last hour does not.
+    const held = check.reads.flatMap((r, i) =>
+      r.holds === false ? [] : [[i, known.get(readKey(r)) ?? emptyUsage()] as const],
+    );
+    const usages = held.map(([, u]) => u);
+    if (!decidesWithinBounds(check.case.limits, usages)) return undefined;
+    const bounds = new Map(held.map(([i, u]) => [i, boundOf(u)]));
+    const at = this.clock.now();
+    const [outcome] = decideInOrder([check.case], known, check.settings, this.decisionContext(at));
+    const { reservation, decision } = outcome;
+    if (
+      !reservation ||
+      decision.decision !== 'allow' ||
+      decision.warnings.length ||
+      outcome.adjust ||
+      outcome.events.some((e) => e.type !== 'BudgetReserved')
+    )
+      return undefined;
+    const keys = reservation.scopeKeys;
+    const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
+    const read = usageRead(projectId, check.reads, at, reapedUntil);
+    const reap = { scopeKeys: keys, expiredBy: at, after: keys.map(reapedUntil) };
+    const trip = reserveInOneTripStatement(projectId, reservation, outcome.events, reap, read, bounds);
+    guardUsageReads.inc();
+    const rows = await this.prisma.oneTrip(
+      withIndexPlans([...lockScopesStatements(projectId, keys), trip.statement]),
+      this.config.values.GUARD_TIMEOUT_MS,
+    );
+    this.reaped.reaped(projectId, keys, at.getTime());
+    // [off, locks, statement, on]
+    const { ok, made, usage } = trip.outcome(rows[rows.length - 2]);
+    if (!ok || !made.has(reservation.id)) {
+      guardCommits.inc({ path: 'missed' });
+      this.known.forget(check.shape);
+      return undefined;
+    }
+    guardCommits.inc({ path: 'one_trip' });
+    const response = respond(check, { ...outcome, usage }, at, usage);
+    hold(usage, reservation);
+    this.known.set(check.shape, usage);
+    return { response };
+  }
+
+  /**
    * One group commit, in two round trips: BEGIN with the locks of every scope of the batch and the
    * usage of those scopes, read once; then, after each check is decided in arrival order (each sees
    * the reservations of those before it), all reservations and events in one statement, with
@@ -253,7 +339,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    * would append anything else (a denial, a warning), or a tentative one declined, looks its step
    * up first, in a round trip of its own, so that a retry never logs a decision.
    */
-  private commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
+  private commitInTwoTrips(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
     const keys = [...new Set(checks.flatMap((c) => c.case.limits.map((l) => l.scopeKey)))];
     // Each statement of the opening has its own snapshot, so the read sees whatever committed
     // before the locks were ours. The window starts at `at`, taken before any wait for the locks:
@@ -330,6 +416,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         const theirs = lost.length
           ? await readExistingReservations(this.prisma, projectId, [...new Set(lost)])
           : new Map<string, ExistingReservation>();
+        // What each shape's next check is decided on first (see commitInOneTrip).
+        for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey));
         return results.map((r, i) => {
           if ('sibling' in r) {
             return kept(r.sibling)
@@ -371,6 +459,8 @@ function busy(retryAfterMs: number, now: Date): GuardCheckResponse {
     asOf: now.toISOString(),
   };
 }
+
+const readKey = (r: UsageRequest) => usageKey(`${r.scope}:${r.scopeId}`, r.window);
 
 function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
   const seen = new Map<string, UsageRequest>();

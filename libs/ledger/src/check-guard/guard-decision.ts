@@ -58,7 +58,7 @@ export const emptyUsage = (): UsageTotals => ({
   reservedCostByUnit: {},
 });
 
-const cloneUsage = (u: UsageTotals): UsageTotals => ({
+export const cloneUsage = (u: UsageTotals): UsageTotals => ({
   ...u,
   costByUnit: { ...u.costByUnit },
   reservedCostByUnit: { ...u.reservedCostByUnit },
@@ -435,7 +435,7 @@ function reservationOf(c: CheckCase, estimate: StepEstimate, stepId: string, ctx
 }
 
 /** Adds a reservation to every window of every scope it holds, as the next usage read would. */
-function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
+export function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
   for (const [k, u] of usage) {
     if (
       !r.scopeKeys.some(

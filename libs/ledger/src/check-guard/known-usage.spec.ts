@@ -1,0 +1,33 @@
+import { emptyUsage } from './guard-decision';
+import { KnownUsage } from './known-usage';
+
+describe('KnownUsage', () => {
+  const usage = (inputTokens: number) => new Map([['resource:r1@1h', { ...emptyUsage(), inputTokens }]]);
+
+  it('gives a copy: deciding on it (which holds the step) leaves what is known as it was', () => {
+    const known = new KnownUsage();
+    known.set('p\u001fresource:r1@1h', usage(100));
+    known.get('p\u001fresource:r1@1h')!.get('resource:r1@1h')!.inputTokens += 50;
+    expect(known.get('p\u001fresource:r1@1h')!.get('resource:r1@1h')!.inputTokens).toBe(100);
+  });
+
+  it("keeps only a shape's own keys, and knows nothing of a shape whose keys the commit did not read", () => {
+    const known = new KnownUsage();
+    const batch = new Map([...usage(100), ['user:u1@1h', { ...emptyUsage(), inputTokens: 7 }]]);
+    known.set('a', batch, ['resource:r1@1h']);
+    expect([...known.get('a')!.keys()]).toEqual(['resource:r1@1h']);
+    known.set('a', batch, ['resource:r1@1h', 'run:t1']);
+    expect(known.get('a')).toBeUndefined();
+  });
+
+  it('forgets the shapes committed least recently first, past its bound', () => {
+    const known = new KnownUsage(2);
+    known.set('a', usage(1));
+    known.set('b', usage(2));
+    known.set('a', usage(3));
+    known.set('c', usage(4));
+    expect(['a', 'b', 'c'].map((s) => known.get(s)?.get('resource:r1@1h')?.inputTokens)).toEqual([3, undefined, 4]);
+    known.forget('a');
+    expect(known.get('a')).toBeUndefined();
+  });
+});

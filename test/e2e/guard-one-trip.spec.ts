@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { call, createProject, stepEvent, type TestProject } from '../support/http';
+import { startService, type RunningService } from '../support/service';
+
+/**
+ * A reserving check whose shape this replica committed before is decided on the usage that commit
+ * left and written in one round trip, only if the usage read under the locks is within it. These
+ * specs hold it to the guard's promise: every step committed before the check was sent counts,
+ * whoever wrote it, and the budget is spent exactly.
+ *
+ * Each step: gpt-4o, 1000 input + 200 output tokens held; the budget, 5,000 tokens an hour, fits 4
+ * (a limit is reached when usage plus the step is at or above it).
+ */
+const ESTIMATE = { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 };
+const LIMITS = [{ scope: 'resource', window: '1h', maxTotalTokens: 5000 }];
+
+describe('reserving checks in one round trip', () => {
+  let a: RunningService;
+  let b: RunningService;
+  let project: TestProject;
+  beforeAll(async () => {
+    a = await startService();
+    b = await startService();
+    project = await createProject(a.url);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  const check = (svc: RunningService, resourceId: string) =>
+    call(svc.url, 'POST', '/v1/guard/check', {
+      token: project.key,
+      body: { context: { resourceId }, limits: LIMITS, estimate: ESTIMATE, reserve: true, stepId: randomUUID() },
+    });
+  const settle = (resourceId: string, reservationId: string) =>
+    call(a.url, 'POST', '/v1/events', {
+      token: project.key,
+      body: { events: [stepEvent({ resourceId, reservationId })] },
+    });
+  /** The guard's commits by path, as /metrics counts them (both services share this process's registry). */
+  async function commits(): Promise<Record<string, number>> {
+    const text = (await call(a.url, 'GET', '/metrics')).body as string;
+    return Object.fromEntries(
+      [...text.matchAll(/^tollgate_guard_commits_total\{path="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+    );
+  }
+  const delta = (before: Record<string, number>, after: Record<string, number>) =>
+    Object.fromEntries(['one_trip', 'missed', 'two_trips'].map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
+
+  it("an agent's settled steps: each check after the first in one trip, exactly the 4 that fit, each seeing every step before it", async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const before = await commits();
+    const answers = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await check(a, resourceId);
+      answers.push(res.body);
+      if (res.body.reservation) await settle(resourceId, res.body.reservation.id);
+    }
+    expect(answers.map((r) => r.decision)).toEqual(['allow', 'allow', 'allow', 'allow', 'deny']);
+    // Each answer shows the usage it was decided on: the settled steps before it, nothing held.
+    expect(answers.map((r) => r.usage[`resource:${resourceId}@1h`].totalTokens)).toEqual([0, 1200, 2400, 3600, 4800]);
+    expect(answers.map((r) => r.usage[`resource:${resourceId}@1h`].reservedInputTokens)).toEqual([0, 0, 0, 0, 0]);
+    // The first check of the shape and the denial go the long way; the allows in between in one trip.
+    expect(delta(before, await commits())).toEqual({ one_trip: 3, missed: 0, two_trips: 2 });
+  });
+
+  it('counts a step recorded without a reservation between two checks: the usage it knew is only a guess', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const first = await check(a, resourceId);
+    await settle(resourceId, first.body.reservation.id);
+    // Another agent, unguarded, spends 3,000 tokens of the same budget.
+    await call(a.url, 'POST', '/v1/events', {
+      token: project.key,
+      body: { events: [stepEvent({ resourceId, usage: { inputTokens: 2500, outputTokens: 500 } })] },
+    });
+    const before = await commits();
+    const second = await check(a, resourceId);
+    expect(second.body).toMatchObject({ decision: 'deny', violations: [expect.objectContaining({ usage: 5400 })] });
+    expect(second.body.reservation).toBeUndefined();
+    expect(delta(before, await commits())).toEqual({ one_trip: 0, missed: 1, two_trips: 1 });
+  });
+
+  it("counts another replica's reservations made between two checks: the budget is spent exactly across replicas", async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const decisions: string[] = [];
+    const ask = async (svc: RunningService) => decisions.push((await check(svc, resourceId)).body.decision);
+    await ask(a); // 1,200 held by a
+    await ask(b); // 2,400, held by b
+    await ask(b); // 3,600 (b's own, in one trip)
+    await ask(b); // 4,800
+    await ask(a); // a knew 1,200, which would fit; it reads 4,800, which does not
+    await ask(b);
+    expect(decisions).toEqual(['allow', 'allow', 'allow', 'allow', 'deny', 'deny']);
+    const [held] = await a.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM reservations WHERE project_id = $1 AND $2 = ANY(scope_keys)`,
+      project.id,
+      `resource:${resourceId}`,
+    );
+    expect(held.n).toBe(4);
+  });
+});
