@@ -17,15 +17,18 @@ const LIMITS = [{ scope: 'resource', window: '1h', maxTotalTokens: 5000 }];
 describe('reserving checks in one round trip', () => {
   let a: RunningService;
   let b: RunningService;
+  let twoTrips: RunningService;
   let project: TestProject;
   beforeAll(async () => {
     a = await startService();
     b = await startService();
+    twoTrips = await startService({ GUARD_ONE_TRIP: 'off' });
     project = await createProject(a.url);
   });
   afterAll(async () => {
     await a.close();
     await b.close();
+    await twoTrips.close();
   });
 
   const check = (svc: RunningService, resourceId: string) =>
@@ -98,5 +101,14 @@ describe('reserving checks in one round trip', () => {
       `resource:${resourceId}`,
     );
     expect(held.n).toBe(4);
+  });
+
+  it('GUARD_ONE_TRIP=off: the same answers, every check read then written in two trips', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const before = await commits();
+    const decisions: string[] = [];
+    for (let i = 0; i < 5; i++) decisions.push((await check(twoTrips, resourceId)).body.decision);
+    expect(decisions).toEqual(['allow', 'allow', 'allow', 'allow', 'deny']);
+    expect(delta(before, await commits())).toEqual({ one_trip: 0, missed: 0, two_trips: 5 });
   });
 });

@@ -66,6 +66,12 @@ const configSchema = z
     GUARD_QUEUE_MAX_PER_KEY: z.coerce.number().int().min(1).default(2048),
     /** Reserving checks queued on one scope are decided together in one transaction (group commit). */
     GUARD_GROUP_COMMIT: z.enum(['on', 'off']).default('on'),
+    /**
+     * A reserving check alone in its batch, whose shape this process committed before, is decided on
+     * the usage that commit left and written in one round trip if the usage under the locks is within
+     * it (else decided again in two). `off`: always two round trips (for comparison).
+     */
+    GUARD_ONE_TRIP: z.enum(['on', 'off']).default('on'),
     /** The most checks one group commit decides. */
     GUARD_MAX_BATCH: z.coerce.number().int().min(1).max(4096).default(128),
     /** Group commits a process runs at once (each holds one pooled connection). */

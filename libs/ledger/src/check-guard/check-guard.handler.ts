@@ -263,7 +263,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    * and a check that cannot, in two (see commitInTwoTrips).
    */
   private async commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
-    if (checks.length === 1) {
+    if (checks.length === 1 && this.config.values.GUARD_ONE_TRIP === 'on') {
       const result = await this.commitInOneTrip(projectId, checks[0]);
       if (result) return [result];
     }
