@@ -1,7 +1,9 @@
 /**
  * bench:guard — first the headline, reserving checks (`reserve: true`, a unique stepId each):
- * latency of one agent, throughput of 64 agents on 64 budgets and on one budget (the latter also
- * against a second service started with GUARD_GROUP_COMMIT=off), and 1,000 checks at once on a
+ * latency of one agent (also against services started with GUARD_ONE_TRIP=off, each check in two
+ * round trips, on loopback and with PostgreSQL 1 ms away each way behind a delaying proxy),
+ * throughput of 64 agents on 64 budgets and on one budget (the latter also against a second
+ * service started with GUARD_GROUP_COMMIT=off), and 1,000 checks at once on a
  * budget that fits exactly 14 steps. Then latency and throughput of non-reserving
  * POST /v1/guard/check on one scope holding 1,000,000 events over 365 days (365d window), against
  * the same answer summed from raw events; then the 64-agent overshoot race three ways: with
@@ -19,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Pool } from 'pg';
 import { Pool as HttpPool } from 'undici';
+import { delayingProxy } from '../support/delaying-proxy';
 import { createBenchProject, median, percentile, resetDatabase, startServiceProcess } from '../support/harness';
 
 const DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_guard';
@@ -454,6 +457,27 @@ async function main() {
     await svc.stop();
     throw err;
   });
+  // Each reserving check alone in two round trips (GUARD_ONE_TRIP=off), on loopback and, as both
+  // services beside it, with PostgreSQL about 1 ms away each way (a delaying proxy): what one
+  // round trip saves where PostgreSQL runs on another host.
+  const proxy = await delayingProxy({ host: new URL(DB).hostname, port: Number(new URL(DB).port || 5432) }, 1);
+  const farDb = Object.assign(new URL(DB), { port: String(proxy.port) }).toString();
+  const few = { ...env, DATABASE_POOL_SIZE: '4' };
+  const extra: Awaited<ReturnType<typeof startServiceProcess>>[] = [];
+  try {
+    extra.push(await startServiceProcess('api', { ...few, GUARD_ONE_TRIP: 'off' }));
+    extra.push(await startServiceProcess('api', { ...few, DATABASE_URL: farDb }));
+    extra.push(await startServiceProcess('api', { ...few, DATABASE_URL: farDb, GUARD_ONE_TRIP: 'off' }));
+  } catch (err) {
+    for (const s of [svc, svcOff, ...extra]) await s.stop();
+    await proxy.close();
+    throw err;
+  }
+  const [two, far, farTwo] = extra.map((s): Target => ({
+    url: s.url,
+    pid: s.child.pid!,
+    http: new HttpPool(s.url, { connections: 4 }),
+  }));
   const pool = new Pool({ connectionString: DB, max: 16 });
   const on: Target = { url: svc.url, pid: svc.child.pid!, http: new HttpPool(svc.url, { connections: 128 }) };
   const off: Target = { url: svcOff.url, pid: svcOff.child.pid!, http: new HttpPool(svcOff.url, { connections: 128 }) };
@@ -534,6 +558,13 @@ async function main() {
       resourceId: `r${r}-solo`,
       traceId: `r${r}-solo`,
     }));
+    const alone = (name: string, target: Target, tag: string): Line => ({
+      ...reserving(name, target, 1, (r) => ({ resourceId: `r${r}-${tag}`, traceId: `r${r}-${tag}` })),
+      idleBetweenRounds: true,
+    });
+    const soloTwo = alone('reserve     1 agent, 2 trips', two, 'solo-two');
+    const soloFar = alone('reserve     1 agent, PG 1 ms away', far, 'solo-far');
+    const soloFarTwo = alone('reserve     1 agent, PG 1 ms away, 2 trips', farTwo, 'solo-far-two');
     const spread = reserving('reserve    64 agents, 64 budgets', on, 64, (r, w) => ({
       resourceId: `r${r}-own-${w}`,
       traceId: `r${r}-own-${w}`,
@@ -568,7 +599,7 @@ async function main() {
       reserving: false,
       check: () => ownScope,
     };
-    const lines = [solo, spread, shared, sharedOff, ...year.values(), spreadBase];
+    const lines = [solo, soloTwo, soloFar, soloFarTwo, spread, shared, sharedOff, ...year.values(), spreadBase];
 
     // A running service is warm: 3 s of checks before anything is measured; 2 s of each
     // many-agent line, as the pools open and prepare their other connections (round 0's budgets).
@@ -586,7 +617,7 @@ async function main() {
       '  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round',
     );
     console.log(
-      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; xacts/check: transactions that wrote the reservations, per reservation',
+      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; "2 trips": a service with GUARD_ONE_TRIP=off; "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation',
     );
     console.log(
       `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | service µs | postgres µs | client µs | busy | open at end`,
@@ -642,6 +673,10 @@ async function main() {
     console.log(`reserve, 1 agent (own budget):    p50 ${ms2(s1.p50)} ms, p99 ${ms2(s1.p99)} ms`);
     console.log(
       `  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`,
+    );
+    const [s1Two, s1Far, s1FarTwo] = [soloTwo, soloFar, soloFarTwo].map(med);
+    console.log(
+      `  one round trip against two (GUARD_ONE_TRIP=off): PostgreSQL on loopback p50 ${ms2(s1.p50)} vs ${ms2(s1Two.p50)} ms → ×${(s1.p50 / s1Two.p50).toFixed(2)}; PostgreSQL 1 ms away each way p50 ${ms2(s1Far.p50)} vs ${ms2(s1FarTwo.p50)} ms → ×${(s1Far.p50 / s1FarTwo.p50).toFixed(2)}`,
     );
     console.log(
       `reserve, 64 agents on 64 budgets: ${s64.rate.toFixed(0)} checks/s, p99 ${ms2(s64.p99)} ms, CPU ${s64.cpu.toFixed(0)} µs per check (service ${s64.service.toFixed(0)} + PostgreSQL ${s64.postgres.toFixed(0)})`,
@@ -702,8 +737,9 @@ async function main() {
     await on.http.close();
     await off.http.close();
     await pool.end();
-    await svc.stop();
-    await svcOff.stop();
+    for (const t of [two, far, farTwo]) await t.http.close();
+    for (const s of [svc, svcOff, ...extra]) await s.stop();
+    await proxy.close();
   }
 }
 
