@@ -3,6 +3,7 @@ import {
   decideInOrder,
   decideStep,
   emptyUsage,
+  hold,
   usageKey,
   type CheckCase,
   type EffectiveLimit,
@@ -10,6 +11,7 @@ import {
   type StepEstimate,
   type UsageTotals,
 } from './guard-decision';
+import { newReservation } from './new-reservation.fixture';
 
 const limit = (over: Partial<EffectiveLimit> = {}): EffectiveLimit => ({
   scope: 'resource',
@@ -503,5 +505,23 @@ describe('decideStep with onExceed (given a step that does not fit at its full s
     expect(third.decision.decision).toBe('deny'); // 10 micro-USD left: not even the prompt fits
     expect(third.reservation).toBeUndefined();
     expect(u.get(usageKey('resource:r1', '7d'))!.reservedCostByUnit.USD).toBe(12_000 + 2990);
+  });
+});
+
+describe("hold (given a batch's usage, when a reservation is made, then …)", () => {
+  it('adds it to every window of the scopes it holds, and to nothing else', () => {
+    const keys = ['resource:r1', 'resource:r1@1h', 'resource:r1@365d', 'resource:r10@1h', 'user:u1@1h', 'run:t1'];
+    const u = new Map(keys.map((k) => [k, emptyUsage()]));
+    hold(u, newReservation('rsv_1', { scopeKeys: ['resource:r1', 'run:t1'] }));
+    expect(
+      Object.fromEntries([...u].map(([k, v]) => [k, [v.reservedInputTokens, v.reservedCostByUnit.USD ?? 0]])),
+    ).toEqual({
+      'resource:r1': [1000, 4500],
+      'resource:r1@1h': [1000, 4500],
+      'resource:r1@365d': [1000, 4500],
+      'resource:r10@1h': [0, 0],
+      'user:u1@1h': [0, 0],
+      'run:t1': [1000, 4500],
+    });
   });
 });

@@ -436,17 +436,16 @@ function reservationOf(c: CheckCase, estimate: StepEstimate, stepId: string, ctx
 
 /** Adds a reservation to every window of every scope it holds, as the next usage read would. */
 export function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
-  for (const [k, u] of usage) {
-    if (
-      !r.scopeKeys.some(
-        (sk) => k === sk || (k.startsWith(`${sk}@`) && (WINDOWS as readonly string[]).includes(k.slice(sk.length + 1))),
-      )
-    )
-      continue;
-    u.reservedInputTokens += r.inputTokens;
-    u.reservedOutputTokens += r.outputTokens;
-    if (r.costUnit && r.costMicros > 0)
-      u.reservedCostByUnit[r.costUnit] = (u.reservedCostByUnit[r.costUnit] ?? 0) + r.costMicros;
+  // Looked up by key (a scope, and each of its windows): a batch's usage holds every scope of the batch.
+  for (const sk of r.scopeKeys) {
+    for (const k of [sk, ...WINDOWS.map((w) => usageKey(sk, w))]) {
+      const u = usage.get(k);
+      if (!u) continue;
+      u.reservedInputTokens += r.inputTokens;
+      u.reservedOutputTokens += r.outputTokens;
+      if (r.costUnit && r.costMicros > 0)
+        u.reservedCostByUnit[r.costUnit] = (u.reservedCostByUnit[r.costUnit] ?? 0) + r.costMicros;
+    }
   }
 }
 
