@@ -111,4 +111,40 @@ describe('reserving checks in one round trip', () => {
     expect(decisions).toEqual(['allow', 'allow', 'allow', 'allow', 'deny']);
     expect(delta(before, await commits())).toEqual({ one_trip: 0, missed: 0, two_trips: 5 });
   });
+
+  it('a batch of checks on many budgets: each sees every step committed before it, whoever wrote it', async () => {
+    const resources = Array.from({ length: 8 }, () => `r-${randomUUID()}`);
+    // Known to this replica: one check each, settled.
+    for (const r of resources) await settle(r, (await check(a, r)).body.reservation.id);
+    // An unguarded agent spends 3,000 tokens of the first budget: its next step no longer fits.
+    await call(a.url, 'POST', '/v1/events', {
+      token: project.key,
+      body: { events: [stepEvent({ resourceId: resources[0], usage: { inputTokens: 2500, outputTokens: 500 } })] },
+    });
+    const rounds: string[][] = [];
+    for (let round = 0; round < 2; round++) {
+      const answers = await Promise.all(resources.map((r) => check(a, r)));
+      rounds.push(answers.map((res) => res.body.decision));
+      // Each saw the settled step and its own earlier reservations of this test, nothing else.
+      answers.slice(1).forEach((res, i) =>
+        expect(res.body.usage[`resource:${resources[i + 1]}@1h`]).toMatchObject({
+          totalTokens: 1200,
+          reservedInputTokens: 1000 * round,
+        }),
+      );
+    }
+    const fits = ['allow', 'allow', 'allow', 'allow', 'allow', 'allow', 'allow'];
+    expect(rounds).toEqual([
+      ['deny', ...fits],
+      ['deny', ...fits],
+    ]);
+    // The budgets that still fit, at once: however they are batched, every batch in one trip.
+    const before = await commits();
+    const last = await Promise.all(resources.slice(1).map((r) => check(a, r)));
+    expect(last.map((res) => res.body.decision)).toEqual(fits);
+    const d = delta(before, await commits());
+    expect({ ...d, one_trip: d.one_trip > 0 }).toEqual({ one_trip: true, missed: 0, two_trips: 0 });
+    // And the next step of each would pass its budget: 1,200 settled + 3 × 1,200 held + 1,200.
+    expect((await check(a, resources[1])).body.decision).toBe('deny');
+  });
 });

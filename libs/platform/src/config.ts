@@ -67,9 +67,9 @@ const configSchema = z
     /** Reserving checks queued on one scope are decided together in one transaction (group commit). */
     GUARD_GROUP_COMMIT: z.enum(['on', 'off']).default('on'),
     /**
-     * A reserving check alone in its batch, whose shape this process committed before, is decided on
-     * the usage that commit left and written in one round trip if the usage under the locks is within
-     * it (else decided again in two). `off`: always two round trips (for comparison).
+     * A group commit whose checks' shapes this process committed before is decided on the usage
+     * those commits left and written in one round trip if the usage under the locks is within it
+     * (else decided again in two). `off`: always two round trips (for comparison).
      */
     GUARD_ONE_TRIP: z.enum(['on', 'off']).default('on'),
     /** The most checks one group commit decides. */

@@ -64,9 +64,10 @@ export const guardUsageReads = new Counter({
 });
 
 /**
- * Reserving commits by path: `one_trip` (decided on the usage its shape's last commit left, made
- * exact under the locks in one round trip), `missed` (that usage had grown: nothing written, decided
- * again), `two_trips` (read under the locks, then written: batches, denials, a shape not yet known).
+ * Reserving group commits by path: `one_trip` (decided on the usage its shapes' last commits left,
+ * made exact under the locks in one round trip), `missed` (that usage had grown: nothing written,
+ * decided again), `two_trips` (read under the locks, then written: denials, warnings, shapes not
+ * yet known, misses).
  */
 export const guardCommits = new Counter({
   name: 'tollgate_guard_commits_total',

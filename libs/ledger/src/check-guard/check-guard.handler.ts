@@ -29,6 +29,7 @@ import {
   type ExistingReservation,
 } from './guard-batch.sql';
 import {
+  cloneUsage,
   decideInOrder,
   emptyUsage,
   estimateView,
@@ -258,56 +259,67 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     };
   }
 
-  /**
-   * A batch of one check goes in one round trip when it can (see commitInOneTrip); any other batch,
-   * and a check that cannot, in two (see commitInTwoTrips).
-   */
+  /** A group commit in one round trip when it can (see commitInOneTrip), else in two (see commitInTwoTrips). */
   private async commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
-    if (checks.length === 1 && this.config.values.GUARD_ONE_TRIP === 'on') {
-      const result = await this.commitInOneTrip(projectId, checks[0]);
-      if (result) return [result];
+    if (this.config.values.GUARD_ONE_TRIP === 'on') {
+      const results = await this.commitInOneTrip(projectId, checks);
+      if (results) return results;
     }
     guardCommits.inc({ path: 'two_trips' });
     return this.commitInTwoTrips(projectId, checks);
   }
 
   /**
-   * One reserving check in ONE round trip, exact: decided on the usage this process last committed
-   * a check of its shape on, then sent with BEGIN, the scopes' locks and COMMIT as one statement
-   * that reads the usage under the locks and writes the reservation only if that usage is within
-   * what the check was decided on. Usage only makes a decision stricter as it grows, so the
-   * decision is the one the usage read would give (see usage-bounds.ts); the answer shows that
-   * usage. Only a plain allow goes this way (a denial, a warning, a shrunk step, a tentative one
-   * declined is decided on a fresh read); when the usage grew (another writer: an ingest, another
-   * replica) or the step already had a reservation, nothing was written and the check is decided
-   * again in two trips.
+   * A group commit in ONE round trip, exact: its checks decided in arrival order on the usage this
+   * process's last commits of their shapes left, then sent with BEGIN, the scopes' locks and COMMIT
+   * as one statement that reads the usage under the locks and writes the reservations only if that
+   * usage is within what the checks were decided on. Usage only makes a decision stricter as it
+   * grows, so each decision is the one the usage read would give (see usage-bounds.ts); each
+   * answer shows that usage, with the reservations of the checks before it. Only plain allows go
+   * this way (a denial, a warning, a shrunk step, a tentative one declined is decided on a fresh
+   * read, as is a batch naming one step twice); when the usage grew (another writer: an ingest,
+   * another replica), nothing was written and the batch is decided again in two trips. A step
+   * that already had a reservation (a retry) keeps it and gets it back, as in two trips.
    */
-  private async commitInOneTrip(projectId: string, check: LoadedCheck): Promise<CheckResult | undefined> {
-    const known = this.known.get(check.shape);
-    if (!known) return undefined;
-    // The (scope, window) pairs a reservation holds bound the decision; a forecast's last hour does not.
-    const held = check.reads.flatMap((r, i) =>
-      r.holds === false ? [] : [[i, known.get(readKey(r)) ?? emptyUsage()] as const],
+  private async commitInOneTrip(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[] | undefined> {
+    const guess = new Map<string, UsageTotals>();
+    for (const check of checks) {
+      const known = this.known.get(check.shape);
+      if (!known) return undefined;
+      for (const [k, u] of known) if (!guess.has(k)) guess.set(k, u);
+    }
+    if (new Set(checks.map(stepIdOf)).size < checks.length) return undefined;
+    const reads = withLastHours(dedupe(checks.flatMap((c) => c.case.limits)));
+    // The (scope, window) pairs the reservations hold bound the decisions; a forecast's last hour does not.
+    const held = reads.flatMap((r, i) =>
+      r.holds === false ? [] : [[i, guess.get(readKey(r)) ?? emptyUsage()] as const],
     );
     const usages = held.map(([, u]) => u);
-    if (!decidesWithinBounds(check.case.limits, usages)) return undefined;
-    const bounds = new Map(held.map(([i, u]) => [i, boundOf(u)]));
-    const at = this.clock.now();
-    const [outcome] = decideInOrder([check.case], known, check.settings, this.decisionContext(at));
-    const { reservation, decision } = outcome;
     if (
-      !reservation ||
-      decision.decision !== 'allow' ||
-      decision.warnings.length ||
-      outcome.adjust ||
-      outcome.events.some((e) => e.type !== 'BudgetReserved')
+      !decidesWithinBounds(
+        checks.flatMap((c) => c.case.limits),
+        usages,
+      )
     )
       return undefined;
-    const keys = reservation.scopeKeys;
+    const bounds = new Map(held.map(([i, u]) => [i, boundOf(u)]));
+    const at = this.clock.now();
+    const ctx = this.decisionContext(at);
+    const outcomes = checks.map((c) => decideInOrder([c.case], guess, c.settings, ctx)[0]);
+    const plain = (o: CheckOutcome) =>
+      o.reservation !== undefined &&
+      o.decision.decision === 'allow' &&
+      !o.decision.warnings.length &&
+      !o.adjust &&
+      o.events.every((e) => e.type === 'BudgetReserved');
+    if (!outcomes.every(plain)) return undefined;
+    const reservations = outcomes.map((o) => o.reservation!);
+    const keys = [...new Set(reservations.flatMap((r) => r.scopeKeys))];
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
-    const read = usageRead(projectId, check.reads, at, reapedUntil);
+    const read = usageRead(projectId, reads, at, reapedUntil);
     const reap = { scopeKeys: keys, expiredBy: at, after: keys.map(reapedUntil) };
-    const trip = reserveInOneTripStatement(projectId, reservation, outcome.events, reap, read, bounds);
+    const events = outcomes.flatMap((o) => o.events);
+    const trip = reserveInOneTripStatement(projectId, reservations, events, reap, read, bounds);
     guardUsageReads.inc();
     const rows = await this.prisma.oneTrip(
       withIndexPlans([...lockScopesStatements(projectId, keys), trip.statement]),
@@ -316,16 +328,33 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     this.reaped.reaped(projectId, keys, at.getTime());
     // [off, locks, statement, on]
     const { ok, made, usage } = trip.outcome(rows[rows.length - 2]);
-    if (!ok || !made.has(reservation.id)) {
+    if (!ok) {
       guardCommits.inc({ path: 'missed' });
-      this.known.forget(check.shape);
+      for (const check of checks) this.known.forget(check.shape);
       return undefined;
     }
     guardCommits.inc({ path: 'one_trip' });
-    const response = respond(check, { ...outcome, usage }, at, usage);
-    hold(usage, reservation);
-    this.known.set(check.shape, usage);
-    return { response };
+    // Each answer: the usage read, with the reservations made before its own.
+    const working = new Map([...usage].map(([k, u]) => [k, cloneUsage(u)]));
+    const answers = checks.map((check, i) => {
+      const r = reservations[i];
+      const seen = new Map(
+        check.requests.map((q) => [readKey(q), cloneUsage(working.get(readKey(q)) ?? emptyUsage())]),
+      );
+      const response = made.has(r.id) ? respond(check, { ...outcomes[i], usage: seen }, at, usage) : undefined;
+      if (response) hold(working, r);
+      return response;
+    });
+    // A step that already had a reservation (a retry, or one made by another replica meanwhile) keeps it.
+    const lost = checks.filter((_, i) => !answers[i]).map(stepIdOf);
+    const theirs = lost.length
+      ? await readExistingReservations(this.prisma, projectId, lost)
+      : new Map<string, ExistingReservation>();
+    for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey));
+    return checks.map((check, i) => {
+      const response = answers[i];
+      return response ? { response } : retried(check, theirs.get(stepIdOf(check))!, at);
+    });
   }
 
   /**
@@ -439,7 +468,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
 type Decided = { outcome: CheckOutcome; check: LoadedCheck };
 type Pending = Decided | { sibling: NewReservation; check: LoadedCheck } | CheckResult;
 const isDecided = (r: Pending): r is Decided => 'outcome' in r;
-const stepOf = (r: { check: LoadedCheck }) => r.check.request.stepId!;
+const stepIdOf = (c: LoadedCheck) => c.request.stepId!;
+const stepOf = (r: { check: LoadedCheck }) => stepIdOf(r.check);
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -84,7 +84,7 @@ describe('reserveInOneTripStatement (real PostgreSQL)', () => {
     const read = usageRead(projectId, requests, at);
     const trip = reserveInOneTripStatement(
       projectId,
-      r,
+      [r],
       [reservedEvent(r)],
       { scopeKeys: ['resource:r1'], expiredBy: at },
       read,
@@ -172,7 +172,7 @@ describe('reserveInOneTripStatement (real PostgreSQL)', () => {
     const read = usageRead(p, requests, at);
     const trip = reserveInOneTripStatement(
       p,
-      again,
+      [again],
       [reservedEvent(again)],
       { scopeKeys: [], expiredBy: at },
       read,

@@ -60,15 +60,15 @@ export interface OneTripOutcome {
 }
 
 /**
- * A reserving check decided on usage known from before, made exact in one statement: it reads
- * the usage of `read` under the locks already taken and writes `reservation` and `events` only if
+ * Reserving checks decided on usage known from before, made exact in one statement: it reads
+ * the usage of `read` under the locks already taken and writes `reservations` and `events` only if
  * every bounded request (by index into the read's requests) is within its bound — so the decision
  * made on the older usage is the one the usage now would give. Otherwise it writes nothing but
- * the reap, and the check is decided again on what it read.
+ * the reap, and the checks are decided again. A step that already has a reservation keeps it.
  */
 export function reserveInOneTripStatement(
   projectId: string,
-  reservation: NewReservation,
+  reservations: readonly NewReservation[],
   events: readonly SystemEvent[],
   reap: Reap,
   read: UsageReadStatement,
@@ -80,7 +80,7 @@ export function reserveInOneTripStatement(
   const statement: Executable = {
     text: oneTripSql(read.statement.text),
     params: [
-      ...outcomeStatementParams(projectId, [reservation], events, reap),
+      ...outcomeStatementParams(projectId, reservations, events, reap),
       ...read.statement.params,
       seg,
       req,
