@@ -2,9 +2,8 @@ import type { StepUsageEvent } from '@tollgate/contracts';
 import { EventPartitions, PrismaService, withIndexPlans } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
-import { insertStepEvents } from '../append-events/insert-step-events.sql';
+import { insertPricedSteps } from '../append-events/priced-steps.fixture';
 import { systemEventId, type SystemEvent } from '../events';
-import { priceStep } from '../pricing/price-step';
 import { lockScopesStatements, writeGuardOutcome } from './guard-batch.sql';
 import { usageKey, type NewReservation } from './guard-decision';
 import { newReservation } from './new-reservation.fixture';
@@ -37,16 +36,7 @@ describe('reserveInOneTripStatement (real PostgreSQL)', () => {
     model,
     usage: { inputTokens, outputTokens },
   });
-  const record = (project: string, events: StepUsageEvent[]) =>
-    insertStepEvents(
-      prisma.sql,
-      project,
-      events.map((e) => ({
-        event: e,
-        occurredAt: new Date(e.occurredAt),
-        cost: priceStep(e, new Date(e.occurredAt), []),
-      })),
-    );
+  const record = (project: string, events: StepUsageEvent[]) => insertPricedSteps(prisma.sql, project, events);
   const reservedEvent = (r: NewReservation): SystemEvent => ({
     type: 'BudgetReserved',
     eventId: systemEventId('reservation', r.id, 'reserved'),

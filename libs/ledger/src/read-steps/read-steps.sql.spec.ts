@@ -2,10 +2,9 @@ import type { StepUsageEvent } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { insertPricedSteps } from '../append-events/priced-steps.fixture';
 import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
 import { newReservation } from '../check-guard/new-reservation.fixture';
-import { insertStepEvents } from '../append-events/insert-step-events.sql';
-import { priceStep } from '../pricing/price-step';
 import { readLatency, readRun, readSteps, type StepFilter } from './read-steps.sql';
 
 describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
@@ -28,16 +27,7 @@ describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {
     usage: { inputTokens: 1000, outputTokens: 100 },
     ...over,
   });
-  const insert = (project: string, events: StepUsageEvent[]) =>
-    insertStepEvents(
-      prisma.sql,
-      project,
-      events.map((e) => ({
-        event: e,
-        occurredAt: new Date(e.occurredAt),
-        cost: priceStep(e, new Date(e.occurredAt), []),
-      })),
-    );
+  const insert = (project: string, events: StepUsageEvent[]) => insertPricedSteps(prisma.sql, project, events);
   const ids = async (project: string, filter: StepFilter, limit = 100) =>
     (await readSteps(prisma.sql, project, filter, limit)).steps.map((s) => s.eventId);
 
