@@ -289,19 +289,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       for (const [k, u] of known) if (!guess.has(k)) guess.set(k, u);
     }
     if (new Set(checks.map(stepIdOf)).size < checks.length) return undefined;
-    const reads = withLastHours(dedupe(checks.flatMap((c) => c.case.limits)));
+    const limits = checks.flatMap((c) => c.case.limits);
+    const reads = withLastHours(dedupe(limits));
     // The (scope, window) pairs the reservations hold bound the decisions; a forecast's last hour does not.
     const held = reads.flatMap((r, i) =>
       r.holds === false ? [] : [[i, guess.get(readKey(r)) ?? emptyUsage()] as const],
     );
-    const usages = held.map(([, u]) => u);
-    if (
-      !decidesWithinBounds(
-        checks.flatMap((c) => c.case.limits),
-        usages,
-      )
-    )
-      return undefined;
+    const guessed = held.map(([, u]) => u);
+    if (!decidesWithinBounds(limits, guessed)) return undefined;
     const bounds = new Map(held.map(([i, u]) => [i, boundOf(u)]));
     const at = this.clock.now();
     const ctx = this.decisionContext(at);
