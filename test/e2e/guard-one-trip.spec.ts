@@ -147,4 +147,31 @@ describe('reserving checks in one round trip', () => {
     // And the next step of each would pass its budget: 1,200 settled + 3 × 1,200 held + 1,200.
     expect((await check(a, resources[1])).body.decision).toBe('deny');
   });
+
+  it('two replicas taking turns on one budget: exact, and their guesses, missing each time, soon stop being tried', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    const big = (svc: RunningService) =>
+      call(svc.url, 'POST', '/v1/guard/check', {
+        token: project.key,
+        body: {
+          context: { resourceId },
+          limits: [{ scope: 'resource', window: '1h', maxTotalTokens: 1_000_000 }],
+          estimate: ESTIMATE,
+          reserve: true,
+          stepId: randomUUID(),
+        },
+      });
+    const before = await commits();
+    const held: number[] = [];
+    for (let i = 0; i < 16; i++) {
+      const res = await big(i % 2 ? b : a);
+      held.push(res.body.usage[`resource:${resourceId}@1h`].reservedInputTokens);
+    }
+    // Each saw every reservation before it, whichever replica made it.
+    expect(held).toEqual(Array.from({ length: 16 }, (_, i) => 1000 * i));
+    const d = delta(before, await commits());
+    // Every guess here is stale (the other replica reserved since): 14 misses if each were tried.
+    expect(d.missed).toBeLessThanOrEqual(6);
+    expect(d.two_trips).toBe(16);
+  });
 });

@@ -49,7 +49,7 @@ import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql'
 import { KnownUsage } from './known-usage';
 import { ReapedUntil } from './reaped-until';
 import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
-import { boundOf, decidesWithinBounds } from './usage-bounds';
+import { boundOf, decidesWithinBounds, withinBound } from './usage-bounds';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -325,7 +325,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const { ok, made, usage } = trip.outcome(rows[rows.length - 2]);
     if (!ok) {
       guardCommits.inc({ path: 'missed' });
-      for (const check of checks) this.known.forget(check.shape);
+      // Only the shapes whose usage grew missed; the others are known again by the commit that follows.
+      const grew = new Set(
+        [...bounds]
+          .filter(([i, b]) => !withinBound(boundOf(usage.get(readKey(reads[i])) ?? emptyUsage()), b))
+          .map(([i]) => readKey(reads[i])),
+      );
+      for (const check of checks)
+        if (!grew.size || check.reads.some((r) => grew.has(readKey(r)))) this.known.missed(check.shape);
       return undefined;
     }
     guardCommits.inc({ path: 'one_trip' });
@@ -345,7 +352,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const theirs = lost.length
       ? await readExistingReservations(this.prisma, projectId, lost)
       : new Map<string, ExistingReservation>();
-    for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey));
+    for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey), true);
     return checks.map((check, i) => {
       const response = answers[i];
       return response ? { response } : retried(check, theirs.get(stepIdOf(check))!, at);

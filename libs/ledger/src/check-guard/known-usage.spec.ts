@@ -27,7 +27,24 @@ describe('KnownUsage', () => {
     known.set('a', usage(3));
     known.set('c', usage(4));
     expect(['a', 'b', 'c'].map((s) => known.get(s)?.get('resource:r1@1h')?.inputTokens)).toEqual([3, undefined, 4]);
-    known.forget('a');
+    known.missed('a');
     expect(known.get('a')).toBeUndefined();
+  });
+
+  it('after a miss, is not guessed for the next 2, 4, … 64 commits of the shape; a guess that holds clears it', () => {
+    const known = new KnownUsage();
+    /** How many commits after a miss the shape waits before it is guessed again. */
+    const waitAfterMiss = () => {
+      known.missed('a');
+      let commits = 0;
+      while (!known.get('a')) {
+        known.set('a', usage(commits));
+        commits += 1;
+      }
+      return commits;
+    };
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map(waitAfterMiss)).toEqual([2, 4, 8, 16, 32, 64, 64, 64]);
+    known.set('a', usage(1), undefined, true);
+    expect(waitAfterMiss()).toBe(2);
   });
 });

@@ -7,7 +7,7 @@ import {
   type StepEstimate,
   type UsageTotals,
 } from './guard-decision';
-import { boundOf, decidesWithinBounds, type UsageBound } from './usage-bounds';
+import { boundOf, decidesWithinBounds, withinBound } from './usage-bounds';
 
 /** A small deterministic generator (mulberry32), so a failure names its seed. */
 function random(seed: number) {
@@ -26,13 +26,7 @@ function random(seed: number) {
 }
 
 const KEY = usageKey('resource:r1', '1h');
-const within = (f: UsageBound, c: UsageBound) =>
-  f.tin <= c.tin &&
-  f.tout <= c.tout &&
-  f.ev <= c.ev &&
-  f.uin <= c.uin &&
-  f.uout <= c.uout &&
-  Object.entries(f.cost).every(([unit, micros]) => micros <= (c.cost[unit] ?? 0));
+const within = withinBound;
 const plainAllow = (d: ReturnType<typeof decide>) => d.decision === 'allow' && d.warnings.length === 0;
 
 describe('decisions within usage bounds (given a plain allow on some usage, when the usage is within its bound, then …)', () => {

@@ -34,6 +34,18 @@ export function boundOf(u: UsageTotals): UsageBound {
   };
 }
 
+/** Whether a usage's bound is within another: every component at most the other's, per unit for money. */
+export function withinBound(usage: UsageBound, bound: UsageBound): boolean {
+  return (
+    usage.tin <= bound.tin &&
+    usage.tout <= bound.tout &&
+    usage.ev <= bound.ev &&
+    usage.uin <= bound.uin &&
+    usage.uout <= bound.uout &&
+    Object.entries(usage.cost).every(([unit, micros]) => micros <= 0 || micros <= (bound.cost[unit] ?? 0))
+  );
+}
+
 /**
  * Whether a decision made on `usage` holds for any usage within its bounds: `decide` only grows
  * stricter as each component grows, except where money is converted — each of a unit's committed
