@@ -1,5 +1,8 @@
 import { cloneUsage, type UsageTotals } from './guard-decision';
 
+/** The most commits a shape that keeps missing waits before it is guessed again. */
+const MAX_WAIT = 64;
+
 /**
  * Per read shape (a project and the (scope, window) pairs a check reads), the usage this process
  * last committed a reserving check on, with that check's own reservation held. A guess, never an
@@ -13,9 +16,6 @@ import { cloneUsage, type UsageTotals } from './guard-decision';
  * guessed for its next 2, 4, … up to 64 commits after each miss in a row, so the waste stays
  * below one trip in 64 commits; a guess that holds clears it.
  */
-/** The most commits a shape that keeps missing waits before it is guessed again. */
-const MAX_WAIT = 64;
-
 export class KnownUsage {
   private readonly known = new Map<string, ReadonlyMap<string, UsageTotals>>();
   /** Per shape that missed: misses in a row, and commits left before it is guessed again. */

@@ -51,7 +51,7 @@ function oneTripSql(read: string): string {
 
 /** What {@link reserveInOneTripStatement} answered. */
 export interface OneTripOutcome {
-  /** The usage read under the locks was within every bound: the reservation and events were written (unless its step had one). */
+  /** The usage read under the locks was within every bound: the reservations and events were written (but for steps that had one). */
   ok: boolean;
   /** The ids of the reservations made. */
   made: Set<string>;
