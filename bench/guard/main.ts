@@ -240,6 +240,8 @@ interface RoundResult {
   readsPerCheck: number;
   /** Transactions that wrote the line's reservations, per reservation (1 when each check commits alone); null for the others. */
   xactsPerCheck: number | null;
+  /** The share of the line's reserving commits made in one round trip; null where none were made. */
+  oneTripShare: number | null;
   serviceUs: number;
   postgresUs: number;
   clientUs: number;
@@ -309,13 +311,28 @@ async function reserveCheck(
   }
 }
 
-async function readsOf(url: string): Promise<number> {
+/** The guard's counters on /metrics: usage reads, and reserving commits by path (a missed one-trip commit is then made in two). */
+async function countersOf(url: string): Promise<{ reads: number; oneTrip: number; twoTrips: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(/^tollgate_guard_usage_reads_total (\d+)/m.exec(text)?.[1] ?? NaN);
+  const counter = (pattern: string) => Number(new RegExp(`^${pattern} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    reads: counter('tollgate_guard_usage_reads_total'),
+    oneTrip: counter('tollgate_guard_commits_total\\{path="one_trip"\\}'),
+    twoTrips: counter('tollgate_guard_commits_total\\{path="two_trips"\\}'),
+  };
+}
+
+function oneTripShare(
+  a: { oneTrip: number; twoTrips: number },
+  b: { oneTrip: number; twoTrips: number },
+): number | null {
+  const one = b.oneTrip - a.oneTrip;
+  const commits = one + b.twoTrips - a.twoTrips;
+  return commits ? one / commits : null;
 }
 
 async function sample(t: Target) {
-  return { reads: await readsOf(t.url), service: cpuMs(t.pid), postgres: postgresCpuMs(), client: process.cpuUsage() };
+  return { ...(await countersOf(t.url)), service: cpuMs(t.pid), postgres: postgresCpuMs(), client: process.cpuUsage() };
 }
 
 /**
@@ -617,10 +634,10 @@ async function main() {
       '  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round',
     );
     console.log(
-      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; "2 trips": a service with GUARD_ONE_TRIP=off; "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation',
+      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; "2 trips": a service with GUARD_ONE_TRIP=off; "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
     );
     console.log(
-      `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | service µs | postgres µs | client µs | busy | open at end`,
+      `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | 1 trip | service µs | postgres µs | client µs | busy | open at end`,
     );
     const results = new Map<string, RoundResult[]>();
     for (let round = 1; round <= ROUNDS; round++) {
@@ -639,6 +656,7 @@ async function main() {
         const r: RoundResult = {
           ...g,
           readsPerCheck: (b.reads - a.reads) / g.n,
+          oneTripShare: oneTripShare(a, b),
           xactsPerCheck: written && written.xacts / written.reservations,
           serviceUs: per(b.service - a.service),
           postgresUs: per(postgresCpuBetween(a.postgres, b.postgres)),
@@ -648,7 +666,7 @@ async function main() {
         };
         results.set(line.name, [...(results.get(line.name) ?? []), r]);
         console.log(
-          `${line.name.padEnd(width)} | ${String(round).padStart(5)} | ${ms2(r.p50).padStart(6)} | ${ms2(r.p99).padStart(6)} | ${r.rate.toFixed(0).padStart(8)} | ${r.readsPerCheck.toFixed(2).padStart(11)} | ${(r.xactsPerCheck?.toFixed(2) ?? '-').padStart(11)} | ${r.serviceUs.toFixed(0).padStart(10)} | ${r.postgresUs.toFixed(0).padStart(11)} | ${r.clientUs.toFixed(0).padStart(9)} | ${String(r.busy).padStart(4)} | ${r.openAtEnd ?? '-'}${r.unavailable ? ` (guard unavailable: ${r.unavailable})` : ''}`,
+          `${line.name.padEnd(width)} | ${String(round).padStart(5)} | ${ms2(r.p50).padStart(6)} | ${ms2(r.p99).padStart(6)} | ${r.rate.toFixed(0).padStart(8)} | ${r.readsPerCheck.toFixed(2).padStart(11)} | ${(r.xactsPerCheck?.toFixed(2) ?? '-').padStart(11)} | ${(r.oneTripShare === null ? '-' : `${(100 * r.oneTripShare).toFixed(0)} %`).padStart(6)} | ${r.serviceUs.toFixed(0).padStart(10)} | ${r.postgresUs.toFixed(0).padStart(11)} | ${r.clientUs.toFixed(0).padStart(9)} | ${String(r.busy).padStart(4)} | ${r.openAtEnd ?? '-'}${r.unavailable ? ` (guard unavailable: ${r.unavailable})` : ''}`,
         );
       }
     }
