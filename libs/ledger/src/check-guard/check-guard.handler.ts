@@ -507,7 +507,7 @@ function dedupe(limits: readonly EffectiveLimit[]): UsageRequest[] {
 
 /** Beside each windowed (scope, window), its last hour: the burn rate of the forecast. */
 function withLastHours(requests: UsageRequest[]): UsageRequest[] {
-  const keys = new Set(requests.map((r) => usageKey(`${r.scope}:${r.scopeId}`, r.window)));
+  const keys = new Set(requests.map(readKey));
   const hours = requests.filter(
     (r) => r.window !== null && r.scope !== 'run' && !keys.has(usageKey(`${r.scope}:${r.scopeId}`, '1h')),
   );
@@ -541,7 +541,7 @@ function respond(
 ): GuardCheckResponse {
   const usage: GuardCheckResponse['usage'] = {};
   for (const r of check.requests) {
-    const key = usageKey(`${r.scope}:${r.scopeId}`, r.window);
+    const key = readKey(r);
     const u = outcome.usage.get(key) ?? emptyUsage();
     usage[key] = {
       ...scopeUsageView(r.scope, r.window, u, check.settings.money),
