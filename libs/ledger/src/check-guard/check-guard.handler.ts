@@ -49,7 +49,7 @@ import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql'
 import { KnownUsage } from './known-usage';
 import { ReapedUntil } from './reaped-until';
 import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
-import { boundOf, decidesWithinBounds, withinBound } from './usage-bounds';
+import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, withinBound } from './usage-bounds';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {
@@ -295,9 +295,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const held = reads.flatMap((r, i) =>
       r.holds === false ? [] : [[i, guess.get(readKey(r)) ?? emptyUsage()] as const],
     );
-    const guessed = held.map(([, u]) => u);
-    if (!decidesWithinBounds(limits, guessed)) return undefined;
-    const bounds = new Map(held.map(([i, u]) => [i, boundOf(u)]));
+    const guessed = new Map(held.map(([i, u]) => [readKey(reads[i]), cloneUsage(u)]));
+    if (!decidesWithinBounds(limits, guessed.values())) return undefined;
     const at = this.clock.now();
     const ctx = this.decisionContext(at);
     const outcomes = checks.map((c) => decideInOrder([c.case], guess, c.settings, ctx)[0]);
@@ -309,6 +308,17 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       o.events.every((e) => e.type === 'BudgetReserved');
     if (!outcomes.every(plain)) return undefined;
     const reservations = outcomes.map((o) => o.reservation!);
+    // Room above the guess: the usage may have moved since (a step settled at other counts than it
+    // held, another agent's step) without changing any of these decisions.
+    const again = { ...ctx, newId: () => '' };
+    const room = loosestBounds(
+      guessed,
+      stepRoom(reservations),
+      (usage) =>
+        decidesWithinBounds(limits, usage.values()) &&
+        checks.every((c) => plain(decideInOrder([c.case], usage, c.settings, again)[0])),
+    );
+    const bounds = new Map(held.map(([i]) => [i, room.get(readKey(reads[i]))!]));
     const keys = [...new Set(reservations.flatMap((r) => r.scopeKeys))];
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
     const read = usageRead(projectId, reads, at, reapedUntil);

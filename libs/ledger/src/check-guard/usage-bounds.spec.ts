@@ -1,13 +1,15 @@
 import {
   decide,
   emptyUsage,
+  hold,
   usageKey,
   type EffectiveLimit,
   type GuardSettings,
+  type NewReservation,
   type StepEstimate,
   type UsageTotals,
 } from './guard-decision';
-import { boundOf, decidesWithinBounds, withinBound } from './usage-bounds';
+import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, widened, withinBound } from './usage-bounds';
 
 /** A small deterministic generator (mulberry32), so a failure names its seed. */
 function random(seed: number) {
@@ -156,5 +158,87 @@ describe('decisions within usage bounds (given a plain allow on some usage, when
     // Tokens only, or money in the limits' one unit: relied on.
     expect(decidesWithinBounds([{ ...limits[0], maxCostMicros: undefined }], [known])).toBe(true);
     expect(decidesWithinBounds(limits, [{ ...emptyUsage(), costByUnit: { USD: 5 } }])).toBe(true);
+  });
+});
+
+describe('the room above a guess (given a batch decided on a guessed usage, when the bounds it is written within are chosen, then …)', () => {
+  const limits: EffectiveLimit[] = [
+    {
+      scope: 'resource',
+      scopeKey: 'resource:r1',
+      window: '1h',
+      costUnit: 'USD',
+      maxTotalTokens: 40_000,
+      strategy: 'block',
+      source: 'request',
+    },
+  ];
+  const settings: GuardSettings = { unpricedPolicy: 'deny', fallback: null, money: { base: 'USD', rates: {} } };
+  const step = { inputTokens: 1000, outputTokens: 200, costMicros: 4500, costUnit: 'USD' } as NewReservation;
+  const estimate: StepEstimate = {
+    provider: 'openai',
+    model: 'gpt-4o',
+    rawInputTokens: 1000,
+    inputTokens: 1000,
+    outputTokens: 200,
+    margin: 1,
+    costMicros: 4500,
+    costUnit: 'USD',
+    priced: true,
+  };
+  const seen: UsageTotals[] = [];
+  /** The batch, one step, decided again: a plain allow on the usage it is given (recorded, for the specs). */
+  const keeps = (usage: Map<string, UsageTotals>) => {
+    seen.push(usage.get(KEY)!);
+    const ok = plainAllow(decide(limits, usage, estimate, settings));
+    hold(usage, { ...step, scopeKeys: ['resource:r1'] } as NewReservation);
+    return ok;
+  };
+  const used = (tokens: number): UsageTotals => ({ ...emptyUsage(), inputTokens: tokens, costByUnit: { USD: 9 } });
+  const boundsAt = (tokens: number) => loosestBounds(new Map([[KEY, used(tokens)]]), stepRoom([step]), keeps).get(KEY);
+
+  it('far from the limit: 16 steps of room in tokens and money, so a step settling at other counts costs no round trip', () => {
+    expect(boundsAt(0)).toEqual(boundOf(widened(used(0), stepRoom([step]), 16)));
+    expect(boundsAt(0)).toMatchObject({
+      tin: 16_000,
+      tout: 3_200,
+      cost: { USD: 9 + 16 * 4500 },
+      ev: 0,
+      uin: 0,
+      uout: 0,
+    });
+    // Another agent's step, or this one settling with 100 more input tokens than it held: within.
+    expect(withinBound(boundOf({ ...used(1100), outputTokens: 80 }), boundsAt(0)!)).toBe(true);
+  });
+
+  it('nearer the limit: the most room under which the step still fits', () => {
+    // 16 steps (19,200 tokens) over 20,000 no longer fit 40,000 with the step; 4 do.
+    expect(boundsAt(20_000)).toMatchObject({ tin: 24_000, tout: 800 });
+    // One step of room: 37,600 + 1,200 < 40,000.
+    expect(boundsAt(36_400)).toMatchObject({ tin: 37_400, tout: 200 });
+  });
+
+  it('at the limit: the guess itself, so any growth sends the batch the long way', () => {
+    expect(boundsAt(38_000)).toEqual(boundOf(used(38_000)));
+  });
+
+  it('decides again on a copy: what the batch holds while deciding is not in the bounds', () => {
+    seen.length = 0;
+    const guess = used(0);
+    const bounds = loosestBounds(new Map([[KEY, guess]]), stepRoom([step]), keeps).get(KEY)!;
+    expect(seen[0].reservedInputTokens).toBe(1000);
+    expect(bounds.tin).toBe(16_000);
+    expect(guess).toEqual(used(0));
+  });
+
+  it('a batch of steps of different sizes: room of the largest of them', () => {
+    const other = { ...step, inputTokens: 3000, outputTokens: 100, costMicros: 9000 } as NewReservation;
+    expect(stepRoom([step, other])).toEqual({ inputTokens: 3000, outputTokens: 200, cost: { USD: 9000 } });
+    // A step without a price adds no money to the room.
+    expect(stepRoom([{ ...step, costUnit: '', costMicros: 0 } as NewReservation])).toEqual({
+      inputTokens: 1000,
+      outputTokens: 200,
+      cost: {},
+    });
   });
 });

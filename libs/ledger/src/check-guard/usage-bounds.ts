@@ -1,4 +1,4 @@
-import type { EffectiveLimit, UsageTotals } from './guard-decision';
+import { cloneUsage, type EffectiveLimit, type NewReservation, type UsageTotals } from './guard-decision';
 
 /**
  * The most usage of one (scope, window) under which a check's decision stays what it was: each
@@ -60,4 +60,60 @@ export function decidesWithinBounds(limits: readonly EffectiveLimit[], usage: It
     for (const byUnit of [u.costByUnit, u.reservedCostByUnit])
       for (const [unit, micros] of Object.entries(byUnit)) if (micros > 0 && !units.has(unit)) return false;
   return true;
+}
+
+/** The most one reservation of a batch holds: a step's worth of room above a guess. */
+export interface StepRoom {
+  inputTokens: number;
+  outputTokens: number;
+  /** Micro-units per unit. */
+  cost: Record<string, number>;
+}
+
+export function stepRoom(reservations: readonly NewReservation[]): StepRoom {
+  const room: StepRoom = { inputTokens: 0, outputTokens: 0, cost: {} };
+  for (const r of reservations) {
+    room.inputTokens = Math.max(room.inputTokens, r.inputTokens);
+    room.outputTokens = Math.max(room.outputTokens, r.outputTokens);
+    if (r.costUnit && r.costMicros > 0) room.cost[r.costUnit] = Math.max(room.cost[r.costUnit] ?? 0, r.costMicros);
+  }
+  return room;
+}
+
+/**
+ * A usage with `steps` steps' worth of room: more of what moves between two checks of a budget —
+ * a step settling at other counts than it held, another agent's step — tokens and money (unpriced
+ * usage, rare, stays as it was).
+ */
+export function widened(u: UsageTotals, room: StepRoom, steps: number): UsageTotals {
+  const w = cloneUsage(u);
+  w.inputTokens += steps * room.inputTokens;
+  w.outputTokens += steps * room.outputTokens;
+  for (const [unit, micros] of Object.entries(room.cost))
+    w.costByUnit[unit] = (w.costByUnit[unit] ?? 0) + steps * micros;
+  return w;
+}
+
+/** The rooms tried above a guess, in steps, loosest first (see {@link loosestBounds}). */
+export const ROOM_STEPS = [16, 4, 1] as const;
+
+/**
+ * The bounds, per usage key, a batch decided on a guessed usage is written within: the guess with
+ * the most room of {@link ROOM_STEPS} under which `keeps` — the batch decided again on that usage
+ * (a copy it may change) — finds every decision as it was; the guess itself when none does. The
+ * decisions only grow stricter as usage grows (see decidesWithinBounds), so any usage within the
+ * bounds gives those decisions: the usage may move between two checks without costing a round
+ * trip, unless it moves far enough to matter.
+ */
+export function loosestBounds(
+  guessed: ReadonlyMap<string, UsageTotals>,
+  room: StepRoom,
+  keeps: (usage: Map<string, UsageTotals>) => boolean,
+): Map<string, UsageBound> {
+  for (const steps of ROOM_STEPS) {
+    const usage = [...guessed].map(([k, u]) => [k, widened(u, room, steps)] as const);
+    if (keeps(new Map(usage.map(([k, u]) => [k, cloneUsage(u)]))))
+      return new Map(usage.map(([k, u]) => [k, boundOf(u)]));
+  }
+  return new Map([...guessed].map(([k, u]) => [k, boundOf(u)]));
 }
