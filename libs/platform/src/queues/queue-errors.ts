@@ -65,6 +65,7 @@ export class QueueErrors implements OnModuleInit, OnApplicationBootstrap, Before
     const opened = Promise.all(this.emitters.map((e) => e.waitUntilReady().catch(() => undefined)));
     await Promise.race([opened, waited]);
     clearTimeout(timer);
+    await endOpeningConnections(this.emitters);
   }
 
   /**
@@ -90,4 +91,39 @@ export class QueueErrors implements OnModuleInit, OnApplicationBootstrap, Before
       });
     }
   }
+}
+
+/** What BullMQ keeps of a queue's or worker's Redis connections (not in its public types). */
+interface BullConnection {
+  /** The connection's opening: settled once it is ready, or has ended. */
+  readonly client: Promise<unknown>;
+  readonly _client?: { status: string; disconnect(): void };
+}
+
+/**
+ * Ends the Redis connections of `emitters` still trying to open (Redis unreachable) while their
+ * errors are still heard: one waiting to retry is stopped; one in the middle of an attempt is
+ * ended, and its opening given up to `waitMs` to settle. BullMQ, closing a connection caught in
+ * the middle of an attempt, first drops its listeners; the attempt then fails and the
+ * connection's opening re-emits that failure as an 'error' nobody hears — an unhandled rejection
+ * ("connect ECONNREFUSED"), which crashed a service stopped while its Redis was down, or failed
+ * whichever test was running.
+ */
+export async function endOpeningConnections(emitters: readonly (Queue | Worker)[], waitMs = 1_000): Promise<void> {
+  const attempts: Promise<unknown>[] = [];
+  for (const e of emitters) {
+    const { connection, blockingConnection } = e as unknown as Record<string, BullConnection | undefined>;
+    for (const c of [connection, blockingConnection]) {
+      const client = c?._client;
+      if (!c || !client || (client.status !== 'connecting' && client.status !== 'reconnecting')) continue;
+      // A retry still waiting is cancelled and leaves nothing to fail; an attempt under way fails
+      // (or opens) and then ends, which settles the opening.
+      if (client.status === 'connecting') attempts.push(c.client.catch(() => undefined));
+      client.disconnect();
+    }
+  }
+  if (!attempts.length) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(attempts), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+  clearTimeout(timer);
 }
