@@ -1,9 +1,10 @@
 /**
  * bench:guard — first the headline, reserving checks (`reserve: true`, a unique stepId each):
  * latency of one agent (also against services started with GUARD_ONE_TRIP=off, each check in two
- * round trips, on loopback and with PostgreSQL 1 ms away each way behind a delaying proxy),
- * throughput of 64 agents on 64 budgets and on one budget (the latter also against a second
- * service started with GUARD_GROUP_COMMIT=off), and 1,000 checks at once on a
+ * round trips, on loopback and with PostgreSQL 1 ms away each way behind a delaying proxy, and
+ * settling each step as the processors do), throughput of 64 agents on 64 budgets and on one
+ * budget (the latter also against a second service started with GUARD_GROUP_COMMIT=off) and of
+ * 16 agents sharing an organization budget, settling each step, and 1,000 checks at once on a
  * budget that fits exactly 14 steps. Then latency and throughput of non-reserving
  * POST /v1/guard/check on one scope holding 1,000,000 events over 365 days (365d window), against
  * the same answer summed from raw events; then the 64-agent overshoot race three ways: with
@@ -118,10 +119,13 @@ async function generate(pool: Pool, projectId: string, resourceId: string) {
   execSync('sync');
 }
 
-/** `concurrency` workers call `fn(worker)` back to back for `forSeconds`. */
+/**
+ * `concurrency` workers call `fn(worker)` back to back for `forSeconds`; each call's latency is
+ * its duration, or the milliseconds it answers (a step of which only the check is timed).
+ */
 async function measure(
   concurrency: number,
-  fn: (worker: number) => Promise<void>,
+  fn: (worker: number) => Promise<number | void>,
   forSeconds = SECONDS,
 ): Promise<{ p50: number; p99: number; rate: number; n: number }> {
   const latencies: number[] = [];
@@ -131,8 +135,8 @@ async function measure(
     Array.from({ length: concurrency }, async (_, worker) => {
       while (Date.now() < end) {
         const t = process.hrtime.bigint();
-        await fn(worker);
-        latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+        const own = await fn(worker);
+        latencies.push(typeof own === 'number' ? own : Number(process.hrtime.bigint() - t) / 1e6);
       }
     }),
   );
@@ -256,8 +260,10 @@ interface Line {
   target: Target;
   concurrency: number;
   reserving: boolean;
-  /** The check one worker makes in a round; the reserving lines take fresh budgets each round. */
-  check: (round: number, undecided: Undecided) => (worker: number) => Promise<void>;
+  /** The check one worker makes in a round (a settling step answers its check's milliseconds); the reserving lines take fresh budgets each round. */
+  check: (round: number, undecided: Undecided) => (worker: number) => Promise<number | void>;
+  /** Each check's step is recorded after it, settling its reservation (CPU is then per step). */
+  settles?: true;
   /** Its service sits idle between its rounds, long enough for its pool to close its connections (30 s): warm it again first. */
   idleBetweenRounds?: boolean;
 }
@@ -278,14 +284,10 @@ async function reserveCheck(
   headers: Record<string, string>,
   context: Record<string, string>,
   undecided: Undecided,
-): Promise<void> {
-  const body = JSON.stringify({
-    context,
-    limits: NEVER_DENY,
-    estimate: ESTIMATE,
-    reserve: true,
-    stepId: `step-${++steps}`,
-  });
+  limits: readonly Record<string, unknown>[] = NEVER_DENY,
+  stepId = `step-${++steps}`,
+): Promise<string | undefined> {
+  const body = JSON.stringify({ context, limits, estimate: ESTIMATE, reserve: true, stepId });
   const first = Date.now();
   for (;;) {
     const res = await t.http.request({ path: '/v1/guard/check', method: 'POST', headers, body });
@@ -307,8 +309,47 @@ async function reserveCheck(
       throw new Error(
         `a reserving check under a budget no line reaches answered ${res.statusCode} ${JSON.stringify(answer)}`,
       );
-    return;
+    return answer.reservation.id;
   }
+}
+
+/**
+ * One step of an agent as the processors run it: the reserving check (timed: its milliseconds are
+ * the answer), then the step recorded with its reservation, at the counts a real step settles at —
+ * a few more input tokens than the estimate, an answer shorter than its maximum.
+ */
+async function settlingStep(
+  t: Target,
+  headers: Record<string, string>,
+  context: Record<string, string>,
+  undecided: Undecided,
+  limits: readonly Record<string, unknown>[] = NEVER_DENY,
+): Promise<number> {
+  const n = ++steps;
+  const started = process.hrtime.bigint();
+  const reservationId = await reserveCheck(t, headers, context, undecided, limits, `step-${n}`);
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (!reservationId) return ms;
+  const event = {
+    eventId: `step-${n}`,
+    occurredAt: new Date().toISOString(),
+    ...context,
+    entityType: 'agent',
+    provider: ESTIMATE.provider,
+    model: ESTIMATE.model,
+    usage: { inputTokens: ESTIMATE.inputTokens + (n % 40), outputTokens: 60 + (n % 90) },
+    reservationId,
+  };
+  const res = await t.http.request({
+    path: '/v1/events',
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ events: [event] }),
+  });
+  const body = (await res.body.json()) as { accepted?: number };
+  if (res.statusCode !== 200 || body.accepted !== 1)
+    throw new Error(`a step's event answered ${res.statusCode} ${JSON.stringify(body)}`);
+  return ms;
 }
 
 /** The guard's counters on /metrics: usage reads, and reserving commits by path (a missed one-trip commit is then made in two). */
@@ -569,12 +610,39 @@ async function main() {
       target,
       concurrency,
       reserving: true,
-      check: (round, undecided) => (worker) => reserveCheck(target, rsvHeaders, context(round, worker), undecided),
+      check: (round, undecided) => async (worker) => {
+        await reserveCheck(target, rsvHeaders, context(round, worker), undecided);
+      },
+    });
+    // Agents as the processors run them: each check's step recorded after it, settling its reservation.
+    const settling = (
+      name: string,
+      concurrency: number,
+      context: (round: number, worker: number) => Record<string, string>,
+      limits = NEVER_DENY,
+    ): Line => ({
+      name,
+      target: on,
+      concurrency,
+      reserving: true,
+      settles: true,
+      check: (round, undecided) => (worker) => settlingStep(on, rsvHeaders, context(round, worker), undecided, limits),
     });
     const solo = reserving('reserve     1 agent, own budget', on, 1, (r) => ({
       resourceId: `r${r}-solo`,
       traceId: `r${r}-solo`,
     }));
+    const soloSettling = settling('reserve     1 agent, settling each step', 1, (r) => ({
+      resourceId: `r${r}-settle`,
+      traceId: `r${r}-settle`,
+    }));
+    // Their own budgets and one of their organization: every step of one moves the usage the others read.
+    const orgSettling = settling(
+      'reserve    16 agents, shared org budget, settling',
+      16,
+      (r, w) => ({ resourceId: `r${r}-org-${w}`, traceId: `r${r}-org-${w}`, organizationId: `r${r}-org` }),
+      [...NEVER_DENY, { scope: 'organization', window: '365d', maxCost: 1_000_000 }],
+    );
     const alone = (name: string, target: Target, tag: string): Line => ({
       ...reserving(name, target, 1, (r) => ({ resourceId: `r${r}-${tag}`, traceId: `r${r}-${tag}` })),
       idleBetweenRounds: true,
@@ -616,7 +684,19 @@ async function main() {
       reserving: false,
       check: () => ownScope,
     };
-    const lines = [solo, soloTwo, soloFar, soloFarTwo, spread, shared, sharedOff, ...year.values(), spreadBase];
+    const lines = [
+      solo,
+      soloSettling,
+      soloTwo,
+      soloFar,
+      soloFarTwo,
+      spread,
+      shared,
+      sharedOff,
+      orgSettling,
+      ...year.values(),
+      spreadBase,
+    ];
 
     // A running service is warm: 3 s of checks before anything is measured; 2 s of each
     // many-agent line, as the pools open and prepare their other connections (round 0's budgets).
@@ -632,6 +712,9 @@ async function main() {
     );
     console.log(
       '  reserve: reserve: true, a unique stepId and a gpt-4o estimate ($0.0045) per check, a $1,000,000 budget (never denies); fresh budgets each round',
+    );
+    console.log(
+      "  settling: after each check its step is recorded with its reservation (a few more input tokens than estimated, fewer output tokens than the maximum), as the processors do; the latency is the check's, the CPU the whole step's",
     );
     console.log(
       '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; "2 trips": a service with GUARD_ONE_TRIP=off; "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
@@ -657,7 +740,8 @@ async function main() {
           ...g,
           readsPerCheck: (b.reads - a.reads) / g.n,
           oneTripShare: oneTripShare(a, b),
-          xactsPerCheck: written && written.xacts / written.reservations,
+          // A settled reservation's row was last written by the step that settled it.
+          xactsPerCheck: written && !line.settles ? written.xacts / written.reservations : null,
           serviceUs: per(b.service - a.service),
           postgresUs: per(postgresCpuBetween(a.postgres, b.postgres)),
           clientUs: per((b.client.user - a.client.user + b.client.system - a.client.system) / 1000),
@@ -682,6 +766,7 @@ async function main() {
         service: m((r) => r.serviceUs),
         postgres: m((r) => r.postgresUs),
         cpu: m((r) => r.serviceUs + r.postgresUs),
+        oneTrip: m((r) => r.oneTripShare ?? NaN),
       };
     };
     const [s1, s64, s1b, s1bOff, b1, b64] = [solo, spread, shared, sharedOff, year.get(1)!, spreadBase].map(med);
@@ -691,6 +776,11 @@ async function main() {
     console.log(`reserve, 1 agent (own budget):    p50 ${ms2(s1.p50)} ms, p99 ${ms2(s1.p99)} ms`);
     console.log(
       `  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`,
+    );
+    const [s1Settling, orgS] = [soloSettling, orgSettling].map(med);
+    const pct = (share: number) => `${(100 * share).toFixed(0)} %`;
+    console.log(
+      `  settling each step, as the processors do: p50 ${ms2(s1Settling.p50)} ms → ×${(s1Settling.p50 / s1.p50).toFixed(2)} the line that never settles; ${pct(s1Settling.oneTrip)} of its commits in one round trip`,
     );
     const [s1Two, s1Far, s1FarTwo] = [soloTwo, soloFar, soloFarTwo].map(med);
     console.log(
@@ -710,6 +800,9 @@ async function main() {
     );
     console.log(
       `  group commit on ÷ off: checks/s ×${(s1b.rate / s1bOff.rate).toFixed(2)}, p99 ×${(s1b.p99 / s1bOff.p99).toFixed(2)}`,
+    );
+    console.log(
+      `reserve, 16 agents settling each step, their own budgets and one shared organization budget: ${orgS.rate.toFixed(0)} steps/s, check p50 ${ms2(orgS.p50)} ms, p99 ${ms2(orgS.p99)} ms, CPU ${orgS.cpu.toFixed(0)} µs per step (check and event), ${pct(orgS.oneTrip)} of commits in one round trip`,
     );
     console.log(
       'targets: 1 agent p50 ≤ 2 ms; 64 budgets ≥ 1,500 checks/s, p99 ≤ 50 ms, ≤ 600 µs CPU (service + PostgreSQL) per check; 1 budget ≥ 0.8× the 64-budgets checks/s, p99 ≤ 60 ms',
