@@ -18,8 +18,7 @@ export async function keepJobScheduler(
 ): Promise<() => Promise<unknown>> {
   const upsert = () => queue.upsertJobScheduler(id, repeat, template);
   await upsert();
-  const client = await queue.client;
-  client.on('ready', () => {
+  queue.getBackend().on('ready', () => {
     upsert().then(
       () => logger.debug({ msg: 'job scheduler upserted after Redis reconnect', id }),
       (err: Error) =>

@@ -2,8 +2,8 @@ import { Injectable, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/comm
 import IORedis, { Cluster, type RedisOptions } from 'ioredis';
 import { Config, type AppConfig } from './config';
 
-/** Connection options for BullMQ and our own Redis client, from REDIS_URL. */
-export function redisOptions(config: AppConfig): RedisOptions {
+/** Connection options for BullMQ and our own Redis client, from REDIS_URL; they always retry. */
+export function redisOptions(config: AppConfig): RedisOptions & { retryStrategy: (times: number) => number } {
   const url = new URL(config.REDIS_URL);
   return {
     host: url.hostname,
@@ -57,7 +57,7 @@ export function createRedis(config: AppConfig, overrides: RedisOptions = {}): IO
  * Cluster one Cluster client, shared by the queues (each worker duplicates it for its blocking
  * reads). The caller closes a Cluster it got: BullMQ does not close a connection it was given.
  */
-export function queueConnection(config: AppConfig): RedisOptions | Cluster {
+export function queueConnection(config: AppConfig): ReturnType<typeof redisOptions> | Cluster {
   return config.REDIS_CLUSTER_NODES
     ? (createRedis(config, { maxRetriesPerRequest: null }) as Cluster)
     : redisOptions(config);

@@ -18,16 +18,7 @@ export class IngestEventsCounter implements IEventHandler<StepUsageRecorded> {
   }
 }
 
-const JOB_STATES = [
-  'waiting',
-  'active',
-  'delayed',
-  'prioritized',
-  'waiting-children',
-  'failed',
-  'completed',
-  'paused',
-] as const;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'] as const;
 
 /** Pool usage, queue depths, ingest latency; features register their own scrape hooks. */
 @Global()
