@@ -1,5 +1,4 @@
 import { Queue } from 'bullmq';
-import { endOpeningConnections } from './queue-errors';
 
 /**
  * The errors a queue's connection emits with no one listening — each would be thrown from the
@@ -7,7 +6,7 @@ import { endOpeningConnections } from './queue-errors';
  */
 function unheardErrorsOf(queue: Queue): unknown[] {
   const unheard: unknown[] = [];
-  const connection = (queue as unknown as { connection: NodeJS.EventEmitter }).connection;
+  const connection = (queue as unknown as { backend: { connection: NodeJS.EventEmitter } }).backend.connection;
   const emit = connection.emit.bind(connection);
   connection.emit = (event: string | symbol, ...args: unknown[]) => {
     if (event !== 'error' || connection.listenerCount('error') > 0) return emit(event, ...args);
@@ -27,7 +26,8 @@ async function queueMidAttempt(heard: Error[], status = 'connecting'): Promise<Q
     connection: { host: '127.0.0.1', port: 1, maxRetriesPerRequest: null, retryStrategy: () => 20 },
   });
   queue.on('error', (err) => heard.push(err));
-  const client = (queue as unknown as { connection: { _client: { status: string } } }).connection._client;
+  const client = (queue as unknown as { backend: { connection: { _client: { status: string } } } }).backend.connection
+    ._client;
   await new Promise<void>((resolve) => {
     const poll = () => (heard.length && client.status === status ? resolve() : setImmediate(poll));
     poll();
@@ -38,47 +38,31 @@ async function queueMidAttempt(heard: Error[], status = 'connecting'): Promise<Q
 /** Time for an ended connection's events to have been emitted. */
 const settled = () => new Promise((r) => setTimeout(r, 100));
 
+/**
+ * What a service stopped while its Redis is unreachable relies on from BullMQ: a queue closed in
+ * the middle of a connection attempt leaves no 'error' that nobody hears. BullMQ 5 dropped the
+ * closing connection's listeners first, and the attempt then failed unheard — an unhandled
+ * rejection ("connect ECONNREFUSED") that crashed the process on its way out; a service had to
+ * wait for its connections and end them by hand before closing its queues.
+ */
 describe('stopping while Redis is unreachable (given a queue caught in the middle of a connection attempt)', () => {
-  it('BullMQ alone: closing it leaves the attempt to fail unheard, as an unhandled rejection', async () => {
-    const queue = await queueMidAttempt([]);
-    const unheard = unheardErrorsOf(queue);
-    await queue.close();
-    await settled();
-    expect(unheard.map((e) => (e as Error).message)).toEqual(['connect ECONNREFUSED 127.0.0.1:1']);
-  });
-
-  it('when its opening connections are ended first, then closed: nothing unheard, the failure heard', async () => {
+  it('closing it leaves nothing unheard', async () => {
     const heard: Error[] = [];
     const queue = await queueMidAttempt(heard);
     const unheard = unheardErrorsOf(queue);
-    const before = heard.length;
-    await endOpeningConnections([queue]);
-    expect(heard.length).toBe(before + 1);
     await queue.close();
     await settled();
     expect(unheard).toEqual([]);
+    expect(heard.length).toBeGreaterThan(0);
   });
 
-  it('caught waiting to retry instead: the retry is cancelled, nothing waited for, nothing unheard', async () => {
-    const heard: Error[] = [];
-    const queue = await queueMidAttempt(heard, 'reconnecting');
+  it('caught waiting to retry instead: closing it waits for no retry and leaves nothing unheard', async () => {
+    const queue = await queueMidAttempt([], 'reconnecting');
     const unheard = unheardErrorsOf(queue);
     const started = Date.now();
-    await endOpeningConnections([queue]);
-    expect(Date.now() - started).toBeLessThan(500);
     await queue.close();
+    expect(Date.now() - started).toBeLessThan(500);
     await settled();
     expect(unheard).toEqual([]);
-  });
-
-  it('leaves an open connection alone', async () => {
-    const queue = new Queue('open', { connection: { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null } });
-    try {
-      await queue.waitUntilReady();
-      await endOpeningConnections([queue]);
-      expect(await queue.getJobCounts('waiting')).toMatchObject({ waiting: 0 });
-    } finally {
-      await queue.close();
-    }
   });
 });
