@@ -30,6 +30,10 @@ interface Row {
   notes: string;
 }
 
+function lastLines(text: string, n: number): string {
+  return text.split('\n').slice(-n).join('\n');
+}
+
 async function readLedger(projectId: string): Promise<Ledger> {
   return pg(async (c) => {
     const res = await c.query(
@@ -120,6 +124,10 @@ describe('faults: the ledger holds what producers were told, through crashes and
             .filter(Boolean)
             .join('; '),
         });
+        // What the processes said last, to tell a hang from a crash (FAULTS_LOG_LEVEL=debug says more).
+        if (problems.length)
+          for (const p of [api, worker])
+            process.stdout.write(`\n${scenario.name}: the ${p.kind}'s last output\n${lastLines(p.output, 40)}\n`);
         expect(problems).toEqual([]);
       },
       300_000,

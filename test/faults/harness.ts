@@ -33,7 +33,13 @@ export class ServiceProcess {
     const main = this.kind === 'api' ? 'dist/apps/api/src/main.js' : 'dist/apps/worker/src/main.js';
     const child = spawn(process.execPath, [join(ROOT, main)], {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1', LOG_LEVEL: 'error' },
+      env: {
+        ...process.env,
+        ...this.env,
+        PORT: String(this.port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'error',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d) => (this.output = (this.output + String(d)).slice(-20_000)));
