@@ -3,8 +3,9 @@ import { call, createProject, stepEvent, type TestProject } from '../support/htt
 import { startService, type RunningService } from '../support/service';
 
 /**
- * A reserving check whose shape this replica committed before is decided on the usage that commit
- * left and written in one round trip, only if the usage read under the locks is within it. These
+ * A reserving check is decided on the usage this replica's last commit on its budgets left (a
+ * budget it never committed on: none) and written in one round trip, only if the usage read under
+ * the locks is within it. These
  * specs hold it to the guard's promise: every step committed before the check was sent counts,
  * whoever wrote it, and the budget is spent exactly.
  *
@@ -51,7 +52,7 @@ describe('reserving checks in one round trip', () => {
   const delta = (before: Record<string, number>, after: Record<string, number>) =>
     Object.fromEntries(['one_trip', 'missed', 'two_trips'].map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
 
-  it("an agent's settled steps: each check after the first in one trip, exactly the 4 that fit, each seeing every step before it", async () => {
+  it("an agent's settled steps: every allow in one trip, from the first, exactly the 4 that fit, each seeing every step before it", async () => {
     const resourceId = `r-${randomUUID()}`;
     const before = await commits();
     const answers = [];
@@ -64,8 +65,9 @@ describe('reserving checks in one round trip', () => {
     // Each answer shows the usage it was decided on: the settled steps before it, nothing held.
     expect(answers.map((r) => r.usage[`resource:${resourceId}@1h`].totalTokens)).toEqual([0, 1200, 2400, 3600, 4800]);
     expect(answers.map((r) => r.usage[`resource:${resourceId}@1h`].reservedInputTokens)).toEqual([0, 0, 0, 0, 0]);
-    // The first check of the shape and the denial go the long way; the allows in between in one trip.
-    expect(delta(before, await commits())).toEqual({ one_trip: 3, missed: 0, two_trips: 2 });
+    // The allows in one trip, the first too (a budget this replica never committed on is guessed
+    // empty); the denial goes the long way.
+    expect(delta(before, await commits())).toEqual({ one_trip: 4, missed: 0, two_trips: 1 });
   });
 
   it("an agent's steps settling at other counts than reserved: still one trip each, until the budget is near", async () => {
@@ -101,10 +103,10 @@ describe('reserving checks in one round trip', () => {
     expect(answers.map((r) => r.usage[`resource:${resourceId}@1h`].totalTokens)).toEqual(
       Array.from({ length: 10 }, (_, i) => 1180 * i),
     );
-    // The first check of the shape goes the long way, as do those close enough to the limit that the
-    // settled steps could change their answer, and the denial; every other one in one trip.
+    // Those close enough to the limit that the settled steps could change their answer go the long
+    // way, as does the denial; every other one in one trip, the first too.
     const d = delta(before, await commits());
-    expect(d.one_trip).toBeGreaterThanOrEqual(6);
+    expect(d.one_trip).toBeGreaterThanOrEqual(7);
     expect(d.one_trip + d.two_trips).toBe(10);
     expect(d.missed).toBeLessThanOrEqual(1);
   });
@@ -123,6 +125,28 @@ describe('reserving checks in one round trip', () => {
     expect(second.body).toMatchObject({ decision: 'deny', violations: [expect.objectContaining({ usage: 5400 })] });
     expect(second.body.reservation).toBeUndefined();
     expect(delta(before, await commits())).toEqual({ one_trip: 0, missed: 1, two_trips: 1 });
+  });
+
+  it('a budget this replica never committed on but that holds usage: guessed empty, counted as read, known after', async () => {
+    const resourceId = `r-${randomUUID()}`;
+    // Two steps recorded without a check (before this replica started, say): 2,400 of 5,000 tokens.
+    await call(a.url, 'POST', '/v1/events', {
+      token: project.key,
+      body: { events: [stepEvent({ resourceId }), stepEvent({ resourceId })] },
+    });
+    const before = await commits();
+    const first = await check(a, resourceId);
+    const second = await check(a, resourceId);
+    const third = await check(a, resourceId);
+    expect([first, second, third].map((r) => r.body.decision)).toEqual(['allow', 'allow', 'deny']);
+    expect([first, second, third].map((r) => r.body.usage[`resource:${resourceId}@1h`])).toEqual([
+      expect.objectContaining({ totalTokens: 2400, reservedInputTokens: 0 }),
+      expect.objectContaining({ totalTokens: 2400, reservedInputTokens: 1000 }),
+      expect.objectContaining({ totalTokens: 2400, reservedInputTokens: 2000 }),
+    ]);
+    // The first: its empty guess missed (one trip for nothing), decided on the usage read. The
+    // second on what that commit left, in one trip; the denial the long way.
+    expect(delta(before, await commits())).toEqual({ one_trip: 1, missed: 1, two_trips: 2 });
   });
 
   it("counts another replica's reservations made between two checks: the budget is spent exactly across replicas", async () => {
@@ -215,10 +239,11 @@ describe('reserving checks in one round trip', () => {
     // Each saw every reservation before it, whichever replica made it.
     expect(held).toEqual(Array.from({ length: 16 }, (_, i) => Math.ceil(i / 2) * 1000 + Math.floor(i / 2) * 50_000));
     const d = delta(before, await commits());
-    // b: its first check the long way, the 7 others in one trip. a: every guess stale by more than
-    // its room — 7 misses if each were tried; after each miss in a row, it is tried less often.
-    expect(d.one_trip).toBe(7);
-    expect(d.two_trips).toBe(9);
+    // b: its 8 checks in one trip (its first guessed empty, with room for a's first step). a: its
+    // first in one trip, then every guess stale by more than its room — 7 misses if each were
+    // tried; after each miss in a row, it is tried less often.
+    expect(d.one_trip).toBe(9);
+    expect(d.two_trips).toBe(7);
     expect(d.missed).toBeLessThanOrEqual(3);
   });
 });

@@ -614,14 +614,17 @@ describe('POST /v1/guard/check', () => {
       });
       // The key and the settings are cached; the database goes away before the decision.
       await check(body('open'));
-      const spy = jest.spyOn(svc.prisma, 'transaction').mockRejectedValue(lost);
+      const spies = [
+        jest.spyOn(svc.prisma, 'transaction').mockRejectedValue(lost),
+        jest.spyOn(svc.prisma, 'oneTrip').mockRejectedValue(lost),
+      ];
       try {
         const open = await check(body('open'));
         const closed = await check(body('closed'));
         expect(open.body).toMatchObject({ decision: 'allow', reason: expect.stringContaining('failMode open') });
         expect(closed.body).toMatchObject({ decision: 'deny', reason: expect.stringContaining('failMode closed') });
       } finally {
-        spy.mockRestore();
+        for (const spy of spies) spy.mockRestore();
       }
     });
 

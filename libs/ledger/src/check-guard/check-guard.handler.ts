@@ -271,7 +271,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
 
   /**
    * A group commit in ONE round trip, exact: its checks decided in arrival order on the usage this
-   * process's last commits of their shapes left, then sent with BEGIN, the scopes' locks and COMMIT
+   * process's last commits on their budgets left (none, on a budget it never committed on: a new
+   * run, thread or session), then sent with BEGIN, the scopes' locks and COMMIT
    * as one statement that reads the usage under the locks and writes the reservations only if that
    * usage is within what the checks were decided on. Usage only makes a decision stricter as it
    * grows, so each decision is the one the usage read would give (see usage-bounds.ts); each
@@ -282,13 +283,10 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
    * that already had a reservation (a retry) keeps it and gets it back, as in two trips.
    */
   private async commitInOneTrip(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[] | undefined> {
-    const guess = new Map<string, UsageTotals>();
-    for (const check of checks) {
-      const known = this.known.get(check.shape);
-      if (!known) return undefined;
-      for (const [k, u] of known) if (!guess.has(k)) guess.set(k, u);
-    }
     if (new Set(checks.map(stepIdOf)).size < checks.length) return undefined;
+    const keys = checks.flatMap((c) => c.reads.map(readKey));
+    const guess = this.known.guess(projectId, keys);
+    if (!guess) return undefined;
     const limits = checks.flatMap((c) => c.case.limits);
     const reads = withLastHours(dedupe(limits));
     // The (scope, window) pairs the reservations hold bound the decisions; a forecast's last hour does not.
@@ -319,30 +317,27 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         checks.every((c) => plain(decideInOrder([c.case], usage, c.settings, again)[0])),
     );
     const bounds = new Map(held.map(([i]) => [i, room.get(readKey(reads[i]))!]));
-    const keys = [...new Set(reservations.flatMap((r) => r.scopeKeys))];
+    const scopeKeys = [...new Set(reservations.flatMap((r) => r.scopeKeys))];
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
     const read = usageRead(projectId, reads, at, reapedUntil);
-    const reap = { scopeKeys: keys, expiredBy: at, after: keys.map(reapedUntil) };
+    const reap = { scopeKeys, expiredBy: at, after: scopeKeys.map(reapedUntil) };
     const events = outcomes.flatMap((o) => o.events);
     const trip = reserveInOneTripStatement(projectId, reservations, events, reap, read, bounds);
     guardUsageReads.inc();
     const rows = await this.prisma.oneTrip(
-      withIndexPlans([...lockScopesStatements(projectId, keys), trip.statement]),
+      withIndexPlans([...lockScopesStatements(projectId, scopeKeys), trip.statement]),
       this.config.values.GUARD_TIMEOUT_MS,
     );
-    this.reaped.reaped(projectId, keys, at.getTime());
+    this.reaped.reaped(projectId, scopeKeys, at.getTime());
     // [off, locks, statement, on]
     const { ok, made, usage } = trip.outcome(rows[rows.length - 2]);
     if (!ok) {
       guardCommits.inc({ path: 'missed' });
-      // Only the shapes whose usage grew missed; the others are known again by the commit that follows.
-      const grew = new Set(
-        [...bounds]
-          .filter(([i, b]) => !withinBound(boundOf(usage.get(readKey(reads[i])) ?? emptyUsage()), b))
-          .map(([i]) => readKey(reads[i])),
-      );
-      for (const check of checks)
-        if (!grew.size || check.reads.some((r) => grew.has(readKey(r)))) this.known.missed(check.shape);
+      // Only the keys whose usage grew missed; the others are known again by the commit that follows.
+      const grew = [...bounds]
+        .filter(([i, b]) => !withinBound(boundOf(usage.get(readKey(reads[i])) ?? emptyUsage()), b))
+        .map(([i]) => readKey(reads[i]));
+      this.known.missed(projectId, grew.length ? grew : keys);
       return undefined;
     }
     guardCommits.inc({ path: 'one_trip' });
@@ -362,7 +357,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const theirs = lost.length
       ? await readExistingReservations(this.prisma, projectId, lost)
       : new Map<string, ExistingReservation>();
-    for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey), true);
+    this.known.set(projectId, working, keys, true);
     return checks.map((check, i) => {
       const response = answers[i];
       return response ? { response } : retried(check, theirs.get(stepIdOf(check))!, at);
@@ -457,8 +452,12 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         const theirs = lost.length
           ? await readExistingReservations(this.prisma, projectId, [...new Set(lost)])
           : new Map<string, ExistingReservation>();
-        // What each shape's next check is decided on first (see commitInOneTrip).
-        for (const check of checks) this.known.set(check.shape, working, check.reads.map(readKey));
+        // What the next checks of these budgets are decided on first (see commitInOneTrip).
+        this.known.set(
+          projectId,
+          working,
+          checks.flatMap((c) => c.reads.map(readKey)),
+        );
         return results.map((r, i) => {
           if ('sibling' in r) {
             return kept(r.sibling)
