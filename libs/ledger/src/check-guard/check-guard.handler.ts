@@ -45,7 +45,7 @@ import {
 import { GroupCommit } from './group-commit';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { guardRead, usageRead, type UsageRequest } from './read-scope-usage.sql';
+import { guardRead, usageRead, type PartitionOf, type UsageRequest } from './read-scope-usage.sql';
 import { KnownUsage } from './known-usage';
 import { ReapedUntil } from './reaped-until';
 import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
@@ -93,6 +93,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   private readonly reads = new CoalescedReads<UsageRead>();
   private readonly reaped = new ReapedUntil();
   private readonly known = new KnownUsage();
+  /** Each read's edges name the monthly partitions that hold them (see PartitionOf). */
+  private readonly partitionOf: PartitionOf = (from, to) => this.partitions.partitionOf(from, to);
   private readonly commits: GroupCommit<LoadedCheck, CheckResult>;
 
   constructor(
@@ -245,8 +247,14 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
   private async read(projectId: string, requests: UsageRequest[]): Promise<UsageRead> {
     const at = this.clock.now();
     guardUsageReads.inc();
-    const usage = await guardRead(this.prisma, projectId, requests, at, this.config.values.GUARD_TIMEOUT_MS, (k) =>
-      this.reaped.of(projectId, k),
+    const usage = await guardRead(
+      this.prisma,
+      projectId,
+      requests,
+      at,
+      this.config.values.GUARD_TIMEOUT_MS,
+      (k) => this.reaped.of(projectId, k),
+      this.partitionOf,
     );
     return { at, usage };
   }
@@ -319,7 +327,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const bounds = new Map(held.map(([i]) => [i, room.get(readKey(reads[i]))!]));
     const scopeKeys = [...new Set(reservations.flatMap((r) => r.scopeKeys))];
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
-    const read = usageRead(projectId, reads, at, reapedUntil);
+    const read = usageRead(projectId, reads, at, reapedUntil, this.partitionOf);
     const reap = { scopeKeys, expiredBy: at, after: scopeKeys.map(reapedUntil) };
     const events = outcomes.flatMap((o) => o.events);
     const trip = reserveInOneTripStatement(projectId, reservations, events, reap, read, bounds);
@@ -383,7 +391,8 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     const at = this.clock.now();
     guardUsageReads.inc();
     const reapedUntil = (scopeKey: string) => this.reaped.of(projectId, scopeKey);
-    const read = usageRead(projectId, withLastHours(dedupe(checks.flatMap((c) => c.case.limits))), at, reapedUntil);
+    const limits = checks.flatMap((c) => c.case.limits);
+    const read = usageRead(projectId, withLastHours(dedupe(limits)), at, reapedUntil, this.partitionOf);
     // Both the locks' statements and the read run on plans the connection keeps.
     const opening = withIndexPlans([...lockScopesStatements(projectId, keys), read.statement]);
     return this.prisma.transaction(

@@ -148,6 +148,49 @@ describe('the guard usage read (real PostgreSQL, generic plans as the pool makes
     );
     // resource: its two window starts' partial hours; user: its one (the current hour is counted, never read raw).
     expect(partitionScans((plans[0] as any)[0].Plan)).toBeLessThanOrEqual(2 + 1);
+
+    // Pruned when it runs, but planned, and locked on every run, for every month of the log: a
+    // connection makes that plan again after each statistics pass on a table it reads (~80 ms
+    // with 14 months). Each edge names the partition that holds it instead.
+    const partitions = new EventPartitions(prisma);
+    await partitions.list();
+    const now = new Date();
+    const requests = [
+      { scope: 'resource', scopeId: 'r1', window: '365d' },
+      { scope: 'resource', scopeId: 'r1', window: '24h' },
+    ] as const;
+    // A step inside each window's partial first hour, where only the log can count it.
+    await prisma.pool.query(
+      `INSERT INTO events (project_id, event_id, type, occurred_at, resource_id, input_tokens, output_tokens, cost_micros, cost_unit)
+       SELECT 'p1', 'edge-' || w, 'StepUsageRecorded', $1::timestamptz - w + interval '1 second', 'r1', 7, 1, 30, 'USD'
+         FROM unnest(ARRAY[interval '365 days', interval '24 hours']) AS w`,
+      [now],
+    );
+    const monthOf = (at: number) => `events_${new Date(at).toISOString().slice(0, 7).replace('-', '_')}`;
+    const edgeMonths = [...new Set([monthOf(now.getTime() - 365 * 86_400_000), monthOf(now.getTime() - 86_400_000)])];
+    /** Runs the read on a named statement (a generic plan, as the guard's): its usage, and the months it locked. */
+    const run = async (name: string, partitionOf?: (from: number, to: number) => string | undefined) => {
+      const read = usageRead('p1', requests, now, undefined, partitionOf);
+      const client = await prisma.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query({ name, text: read.statement.text, values: [...read.statement.params] });
+        const locked = await client.query<{ name: string }>(
+          `SELECT DISTINCT relation::regclass::text AS name FROM pg_locks
+            WHERE pid = pg_backend_pid() AND relation::regclass::text ~ '^events_\\d{4}_\\d{2}$' ORDER BY 1`,
+        );
+        return { usage: read.usage(rows), months: locked.rows.map((r) => r.name) };
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
+      }
+    };
+    const log = await run('read-the-log');
+    const leaves = await run('read-the-leaves', (from, to) => partitions.partitionOf(from, to));
+    expect(log.months).toHaveLength(months);
+    expect(leaves.months).toEqual(edgeMonths.sort());
+    expect(leaves.usage).toEqual(log.usage);
+    expect([...leaves.usage.values()].map((u) => u.inputTokens % 1000)).toEqual([7, 7]);
   }, 60_000);
 
   /**
