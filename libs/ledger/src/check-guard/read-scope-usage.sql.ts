@@ -53,9 +53,8 @@ interface RawBranch {
 /**
  * The monthly partition of the log that holds every event that occurred in [from, to), when it
  * is known to exist (EventPartitions.partitionOf), else undefined. A branch that names it is
- * planned for that partition alone instead of every month of the log: a plan of the whole read
- * over the parent took ~80 ms with 14 months, and every statistics pass on a table it reads makes
- * each connection plan it again.
+ * planned for that partition alone instead of every month of the log (see
+ * EventPartitions.partitionOf for what planning over the parent costs).
  */
 export type PartitionOf = (from: number, to: number) => string | undefined;
 
