@@ -38,7 +38,7 @@ import { Client } from 'pg';
 import { z } from 'zod';
 import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/processors/src';
 import { pooledFetch, TollgateClient, type FetchLike } from '../../libs/sdk/src';
-import { BENCH_ADMIN_TOKEN, createBenchProject, median, resetDatabase } from '../support/harness';
+import { BENCH_ADMIN_TOKEN, createBenchProject, freePort, median, resetDatabase } from '../support/harness';
 
 // Its own database per run (dropped after), so that two runs at once never drop each other's.
 const DB =
@@ -191,7 +191,7 @@ function counting(client: TollgateClient): {
 }
 
 async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = 4000 + Math.floor(Math.random() * 2000);
+  const port = await freePort();
   const child = spawn(process.execPath, [resolve(DIST, 'apps/api/src/main.js')], {
     env: {
       ...process.env,

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 
@@ -32,9 +33,24 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * A port no one listens on, from the system's ephemeral range (a port picked at random in
+ * 4000–5999 was sometimes 4045, 4190, 5060 or 5061, which fetch() refuses to connect to).
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 /** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
 export async function startServiceProcess(entry: 'main' | 'api', env: Record<string, string>): Promise<ServiceProcess> {
-  const port = 4000 + Math.floor(Math.random() * 2000);
+  const port = await freePort();
   const script =
     entry === 'main'
       ? join(__dirname, '..', '..', 'apps', 'main.js')
