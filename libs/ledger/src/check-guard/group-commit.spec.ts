@@ -115,6 +115,34 @@ describe('GroupCommit', () => {
     }
   });
 
+  it("given checks of a project that expired behind its batch, then the project's next batch still takes the ones left", async () => {
+    jest.useFakeTimers();
+    try {
+      const { commits, batches } = harness({ maxWaitMs: 100, maxPerLane: 1 });
+      void commits.submit('p', ['resource:a'], 'a'); // runs
+      const expired = [commits.submit('p', ['resource:b'], 'b'), commits.submit('p', ['resource:c'], 'c')];
+      jest.advanceTimersByTime(101);
+      for (const e of expired) await expect(e).resolves.toMatchObject({ kind: 'busy' });
+      void commits.submit('p', ['resource:d'], 'd'); // waits for a's batch, not for b and c
+      void commits.submit('q', ['resource:x'], 'x'); // another project: at once
+      expect(batches.map((b) => [b.lane, b.items])).toEqual([
+        ['p', ['a']],
+        ['q', ['x']],
+      ]);
+      batches[0].finish();
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(batches.map((b) => [b.lane, b.items])).toEqual([
+        ['p', ['a']],
+        ['q', ['x']],
+        ['p', ['d']],
+      ]);
+      expect(commits.depth).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('once a check is in a batch, it gets what the batch did, however long it takes', async () => {
     jest.useFakeTimers();
     try {

@@ -36,6 +36,8 @@ export class GroupCommit<T, R> {
   private pending: Entry<T, R>[] = [];
   private readonly held = new Set<string>();
   private readonly queuedPerKey = new Map<string, number>();
+  /** Checks queued per lane: a lane at its limit of batches makes none, however many it has queued. */
+  private readonly queuedPerLane = new Map<string, number>();
   private running = 0;
   private readonly runningPerLane = new Map<string, number>();
   /** Moving average of a batch's duration, for retry hints. */
@@ -58,6 +60,7 @@ export class GroupCommit<T, R> {
     return new Promise<Queued<R>>((resolve, reject) => {
       const entry: Entry<T, R> = { lane, keys: laneKeys, item, resolve, reject };
       for (const k of laneKeys) this.queuedPerKey.set(k, (this.queuedPerKey.get(k) ?? 0) + 1);
+      this.queuedPerLane.set(lane, (this.queuedPerLane.get(lane) ?? 0) + 1);
       this.pending.push(entry);
       entry.timer = setTimeout(() => this.expire(entry), this.options.maxWaitMs);
       entry.timer.unref?.();
@@ -72,6 +75,9 @@ export class GroupCommit<T, R> {
 
   private dequeue(entry: Entry<T, R>) {
     clearTimeout(entry.timer);
+    const queued = (this.queuedPerLane.get(entry.lane) ?? 1) - 1;
+    if (queued <= 0) this.queuedPerLane.delete(entry.lane);
+    else this.queuedPerLane.set(entry.lane, queued);
     for (const k of entry.keys) {
       const n = (this.queuedPerKey.get(k) ?? 1) - 1;
       if (n <= 0) this.queuedPerKey.delete(k);
@@ -88,8 +94,17 @@ export class GroupCommit<T, R> {
     entry.resolve(this.busy(deepest));
   }
 
+  /** Whether some lane with queued checks may start a batch (else a scan of the queue would find none). */
+  private startable(): boolean {
+    for (const lane of this.queuedPerLane.keys())
+      if ((this.runningPerLane.get(lane) ?? 0) < this.options.maxPerLane) return true;
+    return false;
+  }
+
   private schedule() {
-    while (this.running < this.options.maxConcurrent && this.pending.length) {
+    // Checks arriving while their project's batch runs (most of them, under load) wait for it:
+    // each would otherwise scan the whole queue for a batch that cannot start.
+    while (this.running < this.options.maxConcurrent && this.pending.length && this.startable()) {
       const batch: Entry<T, R>[] = [];
       const blocked = new Set<string>();
       let lane: string | undefined;
