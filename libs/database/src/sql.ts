@@ -235,9 +235,21 @@ export async function inOneTrip(
   }
 }
 
+/** The texts of recent timestamps: a guard check writes a dozen, mostly the same hour edges and `now`. */
+const timestampTexts = new Map<number, string>();
+
 /** A timestamptz value's text for a parameter, ±Infinity as PostgreSQL's ±infinity (an open window edge). */
-export const timestampText = (ms: number): string =>
-  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString();
+export function timestampText(ms: number): string {
+  if (ms === Infinity) return 'infinity';
+  if (ms === -Infinity) return '-infinity';
+  let text = timestampTexts.get(ms);
+  if (text === undefined) {
+    text = new Date(ms).toISOString();
+    if (timestampTexts.size >= 4096) timestampTexts.clear();
+    timestampTexts.set(ms, text);
+  }
+  return text;
+}
 
 /**
  * A SQL string literal for statements sent without parameters (see `opening` above). Safe with
