@@ -38,7 +38,7 @@ import { Client } from 'pg';
 import { z } from 'zod';
 import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/processors/src';
 import { pooledFetch, TollgateClient, type FetchLike } from '../../libs/sdk/src';
-import { BENCH_ADMIN_TOKEN, createBenchProject, freePort, median, resetDatabase } from '../support/harness';
+import { BENCH_ADMIN_TOKEN, createBenchProject, freePort, median, resetDatabase, serviceNodeFlags } from '../support/harness';
 
 // Its own database per run (dropped after), so that two runs at once never drop each other's.
 const DB =
@@ -192,7 +192,7 @@ function counting(client: TollgateClient): {
 
 async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [resolve(DIST, 'apps/api/src/main.js')], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), resolve(DIST, 'apps/api/src/main.js')], {
     env: {
       ...process.env,
       PORT: String(port),

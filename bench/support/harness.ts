@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
@@ -34,6 +35,20 @@ export interface ServiceProcess {
 }
 
 /**
+ * The Node.js flags the service runs with: package.json's `config.serviceNodeFlags`, which
+ * `npm start` passes too, so that the benches measure the service as it is run.
+ */
+export function serviceNodeFlags(): string[] {
+  // The repository's: the nearest package.json above this file (built to dist/ or dist-…/).
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    config?: { serviceNodeFlags?: string };
+  };
+  return (pkg.config?.serviceNodeFlags ?? '').split(' ').filter(Boolean);
+}
+
+/**
  * A port no one listens on, from the system's ephemeral range (a port picked at random in
  * 4000–5999 was sometimes 4045, 4190, 5060 or 5061, which fetch() refuses to connect to).
  */
@@ -55,7 +70,7 @@ export async function startServiceProcess(entry: 'main' | 'api', env: Record<str
     entry === 'main'
       ? join(__dirname, '..', '..', 'apps', 'main.js')
       : join(__dirname, '..', '..', 'apps', 'api', 'src', 'main.js');
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), script], {
     env: {
       ...process.env,
       PORT: String(port),
