@@ -38,7 +38,14 @@ import { Client } from 'pg';
 import { z } from 'zod';
 import { CostGuardProcessor, type TollgateGuardClient } from '../../libs/processors/src';
 import { pooledFetch, TollgateClient, type FetchLike } from '../../libs/sdk/src';
-import { BENCH_ADMIN_TOKEN, createBenchProject, freePort, median, resetDatabase, serviceNodeFlags } from '../support/harness';
+import {
+  BENCH_ADMIN_TOKEN,
+  createBenchProject,
+  freePort,
+  median,
+  resetDatabase,
+  serviceNodeFlags,
+} from '../support/harness';
 
 // Its own database per run (dropped after), so that two runs at once never drop each other's.
 const DB =
