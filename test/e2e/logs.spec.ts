@@ -1,31 +1,18 @@
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort, serviceNodeFlags } from '../../bench/support/harness';
 import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL } from '../support/env';
 import { call, createProject } from '../support/http';
 
 const ROOT = join(__dirname, '..', '..');
-const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-  config: { serviceNodeFlags: string };
-  scripts: Record<string, string>;
-};
+const SCRIPTS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+  .scripts;
 /** What `npm start` passes node before the entrypoint (package.json's config.serviceNodeFlags). */
-const SERVICE_NODE_FLAGS = PACKAGE.config.serviceNodeFlags.split(' ').filter(Boolean);
+const SERVICE_NODE_FLAGS = serviceNodeFlags();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A Redis of this test's own (on another port), so that it can be stopped and started again. */
 async function startRedis(port: number): Promise<ChildProcess> {
@@ -226,7 +213,7 @@ describe('the start scripts', () => {
       ['start:api', 'dist/apps/api/src/main.js'],
       ['start:worker', 'dist/apps/worker/src/main.js'],
     ]) {
-      expect(PACKAGE.scripts[script]).toMatch(new RegExp(`&& node \\$npm_package_config_serviceNodeFlags ${entry}$`));
+      expect(SCRIPTS[script]).toMatch(new RegExp(`&& node \\$npm_package_config_serviceNodeFlags ${entry}$`));
     }
     const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, '-e', 'process.exit(0)']);
     expect({ status: run.status, stderr: String(run.stderr) }).toEqual({ status: 0, stderr: '' });

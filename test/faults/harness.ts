@@ -1,20 +1,13 @@
 import { TollgateClient, type TollgateError } from '@tollgate/sdk';
 import { execFileSync, execSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { serviceNodeFlags } from '../../bench/support/harness';
 import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { createProject, type TestProject } from '../support/http';
 
 export const ROOT = join(__dirname, '..', '..');
-/** The Node.js flags `npm start` runs the service with (package.json's config.serviceNodeFlags). */
-const SERVICE_NODE_FLAGS = String(
-  (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { config?: { serviceNodeFlags?: string } }).config
-    ?.serviceNodeFlags ?? '',
-)
-  .split(' ')
-  .filter(Boolean);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A built entrypoint (`dist/…/main.js`) as a child process, so a scenario can SIGKILL it and start it again. */
@@ -39,7 +32,7 @@ export class ServiceProcess {
 
   async start(waitReady = true): Promise<void> {
     const main = this.kind === 'api' ? 'dist/apps/api/src/main.js' : 'dist/apps/worker/src/main.js';
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, join(ROOT, main)], {
+    const child = spawn(process.execPath, [...serviceNodeFlags(), join(ROOT, main)], {
       cwd: ROOT,
       env: {
         ...process.env,
