@@ -15,7 +15,7 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
   const tricky = `it's "quoted" \\ back\\slash, {braces}, commas; NULL and ünïcødé 💸`;
   const params = [
     tricky,
-    [tricky, '', 'NULL', null, ',', '"', '\\', '}'],
+    [tricky, '', 'NULL', 'null', 'Null', null, ',', '"', '\\', '}', ' padded ', 'plain:id_1.5+x-y', '-1'],
     ['2026-12-01T10:00:00.123Z', 'infinity', '-infinity'],
     9_007_199_254_740_993n,
     [1, -2, 3],
@@ -41,7 +41,7 @@ describe('executable statements in a transaction (real PostgreSQL)', () => {
       expect(rows).toEqual([
         {
           t: tricky,
-          a: [tricky, '', 'NULL', null, ',', '"', '\\', '}'],
+          a: [tricky, '', 'NULL', 'null', 'Null', null, ',', '"', '\\', '}', ' padded ', 'plain:id_1.5+x-y', '-1'],
           ts: [new Date('2026-12-01T10:00:00.123Z'), Infinity, -Infinity],
           n: '9007199254740993',
           ints: [1, -2, 3],
