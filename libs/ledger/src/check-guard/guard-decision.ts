@@ -434,11 +434,24 @@ function reservationOf(c: CheckCase, estimate: StepEstimate, stepId: string, ctx
   };
 }
 
+/** A scope's usage keys (the scope, and each of its windows), kept for the scopes seen lately. */
+const heldKeys = new Map<string, readonly string[]>();
+
+function heldKeysOf(scopeKey: string): readonly string[] {
+  let keys = heldKeys.get(scopeKey);
+  if (keys === undefined) {
+    keys = [scopeKey, ...WINDOWS.map((w) => usageKey(scopeKey, w))];
+    if (heldKeys.size >= 10_000) heldKeys.clear();
+    heldKeys.set(scopeKey, keys);
+  }
+  return keys;
+}
+
 /** Adds a reservation to every window of every scope it holds, as the next usage read would. */
 export function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
   // Looked up by key (a scope, and each of its windows): a batch's usage holds every scope of the batch.
   for (const sk of r.scopeKeys) {
-    for (const k of [sk, ...WINDOWS.map((w) => usageKey(sk, w))]) {
+    for (const k of heldKeysOf(sk)) {
       const u = usage.get(k);
       if (!u) continue;
       u.reservedInputTokens += r.inputTokens;
