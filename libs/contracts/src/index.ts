@@ -5,3 +5,4 @@ export * from './guard';
 export * from './step-usage-recorded';
 export * from './usage/normalize-usage';
 export * from './usage/provider-usage';
+export * from './memoized';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
+import { memoized } from '@tollgate/contracts';
 
 /**
  * SQL for the hot paths (ingest, guard, auth), straight to the pg pool that Prisma's adapter runs
@@ -11,21 +12,14 @@ export interface Sql {
   query<T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]>;
 }
 
-const names = new Map<string, string>();
-
 /**
  * Statements are prepared once per connection (named by a hash of their text): the guard's usage
  * read is a UNION of up to seven parts whose planning would otherwise be paid on every check.
  */
-function statementName(text: string): string {
-  let name = names.get(text);
-  if (!name) {
-    name = `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    if (names.size > 5000) names.clear();
-    names.set(text, name);
-  }
-  return name;
-}
+const statementName = memoized(
+  5000,
+  (text: string) => `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`,
+);
 
 /**
  * A statement with its values, to run inside a simple query (sharing a round trip with others):
@@ -249,20 +243,11 @@ export async function inOneTrip(
 }
 
 /** The texts of recent timestamps: a guard check writes a dozen, mostly the same hour edges and `now`. */
-const timestampTexts = new Map<number, string>();
+const isoText = memoized(4096, (ms: number) => new Date(ms).toISOString());
 
 /** A timestamptz value's text for a parameter, ±Infinity as PostgreSQL's ±infinity (an open window edge). */
-export function timestampText(ms: number): string {
-  if (ms === Infinity) return 'infinity';
-  if (ms === -Infinity) return '-infinity';
-  let text = timestampTexts.get(ms);
-  if (text === undefined) {
-    text = new Date(ms).toISOString();
-    if (timestampTexts.size >= 4096) timestampTexts.clear();
-    timestampTexts.set(ms, text);
-  }
-  return text;
-}
+export const timestampText = (ms: number): string =>
+  ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : isoText(ms);
 
 /**
  * A SQL string literal for statements sent without parameters (see `opening` above). Safe with

@@ -1,3 +1,4 @@
+import { memoized } from '@tollgate/contracts';
 import {
   inlined,
   timestampText,
@@ -31,21 +32,14 @@ export interface ExistingReservation {
 }
 
 /** The lock ids of the scopes checked lately (every reserving check takes its scopes' locks). */
-const lockIds = new Map<string, bigint>();
+const lockIdOf = memoized(50_000, (key: string) => createHash('sha256').update(key).digest().readBigInt64BE(0));
 
 /**
  * The advisory lock of one scope of one project: 64 bits of a SHA-256, the same in every replica.
  * Computed here so that the locks can be taken in the statement that opens the transaction.
  */
 export function scopeLockId(projectId: string, scopeKey: string): bigint {
-  const key = `${projectId}\u001f${scopeKey}`;
-  let id = lockIds.get(key);
-  if (id === undefined) {
-    id = createHash('sha256').update(key).digest().readBigInt64BE(0);
-    if (lockIds.size >= 50_000) lockIds.clear();
-    lockIds.set(key, id);
-  }
-  return id;
+  return lockIdOf(`${projectId}\u001f${scopeKey}`);
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  memoized,
   WINDOWS,
   type GuardAdjust,
   type GuardContext,
@@ -435,17 +436,10 @@ function reservationOf(c: CheckCase, estimate: StepEstimate, stepId: string, ctx
 }
 
 /** A scope's usage keys (the scope, and each of its windows), kept for the scopes seen lately. */
-const heldKeys = new Map<string, readonly string[]>();
-
-function heldKeysOf(scopeKey: string): readonly string[] {
-  let keys = heldKeys.get(scopeKey);
-  if (keys === undefined) {
-    keys = [scopeKey, ...WINDOWS.map((w) => usageKey(scopeKey, w))];
-    if (heldKeys.size >= 10_000) heldKeys.clear();
-    heldKeys.set(scopeKey, keys);
-  }
-  return keys;
-}
+const heldKeysOf = memoized(10_000, (scopeKey: string): readonly string[] => [
+  scopeKey,
+  ...WINDOWS.map((w) => usageKey(scopeKey, w)),
+]);
 
 /** Adds a reservation to every window of every scope it holds, as the next usage read would. */
 export function hold(usage: Map<string, UsageTotals>, r: NewReservation) {
