@@ -63,6 +63,8 @@ export interface MessageListShape<M extends MessageShape = MessageShape> {
   removeByIds(ids: string[]): unknown;
   /** Which ids came from memory, this request's input, this run's response, or context. */
   makeMessageSourceChecker?(): { output: Set<string> };
+  /** Every message added to this run's response set, including those the save queue drained from it. */
+  readonly getPersisted?: { response?: { db(): M[] } };
 }
 
 /** Options accepted by `abort`; mirrors Mastra's `TripWireOptions`. */

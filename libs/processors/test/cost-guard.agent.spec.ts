@@ -1,6 +1,8 @@
 import { Agent } from '@mastra/core/agent';
 import { TokenCostControl as MastraTokenCostControl } from '@mastra/core/processors';
 import { RequestContext } from '@mastra/core/request-context';
+import { createTool } from '@mastra/core/tools';
+import { z } from 'zod';
 import { CostGuardProcessor, TokenCostControl, type CostGuardOptions } from '../src';
 import { InMemoryTollgate } from './support/in-memory-tollgate';
 import { scriptedModel } from './support/scripted-model';
@@ -160,4 +162,83 @@ describe("TokenCostControl: @mastra/core's name, id and texts, so code written f
       maxCost: 1,
     });
   });
+});
+
+describe("strategy 'warn' over the budget: one warning per request, as Mastra's TokenCostControl logs it", () => {
+  const lookup = createTool({
+    id: 'lookup',
+    description: 'Looks something up',
+    inputSchema: z.object({ q: z.string() }),
+    execute: async () => ({ found: 'a result' }),
+  });
+
+  /** One run of a three-step agent (two tool calls, then the answer) with `guard` as its input processor. */
+  async function threeSteps(guard: unknown, mode: (typeof modes)[number]) {
+    const { model, calls } = scriptedModel([
+      { toolCall: { toolName: 'lookup', input: { q: 'one' } } },
+      { toolCall: { toolName: 'lookup', input: { q: 'two' } } },
+      { text: ['All ', 'done.'] },
+    ]);
+    const agent = new Agent({
+      id: 'warned',
+      name: 'warned',
+      instructions: 'Be brief.',
+      model,
+      tools: { lookup },
+      inputProcessors: [guard as never],
+    });
+    const options = { requestContext: contextFor('r1'), maxSteps: 5, modelSettings: { maxOutputTokens: 100 } };
+    const text =
+      mode === 'generate'
+        ? (await agent.generate('Look it up.', options)).text
+        : await (
+            await agent.stream('Look it up.', options)
+          ).text;
+    return { text, calls: calls() };
+  }
+
+  it.each(modes)(
+    'with a Tollgate client: every step runs, one warning and one onViolation per request (%s)',
+    async (mode) => {
+      const tollgate = new InMemoryTollgate({ 'openai/gpt-4o': { inputPerMillion: 2, outputPerMillion: 10 } });
+      tollgate.seed({ resourceId: 'r1' }, 'openai', 'gpt-4o', 600_000, 0); // $1.20 spent
+      const warn = jest.fn();
+      const guard = new CostGuardProcessor({ maxCost: 1, client: tollgate, strategy: 'warn', logger: { warn } });
+      const violations: unknown[] = [];
+      guard.onViolation = (v) => void violations.push(v);
+
+      expect(await threeSteps(guard, mode)).toEqual({ text: 'All done.', calls: 3 });
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0]![0]).toMatch(/^Cost guard: cost limit exceeded \(1\.2\d*\/1\)$/);
+      expect(violations).toHaveLength(1);
+
+      await threeSteps(guard, mode); // a new request warns again, once
+      expect(warn).toHaveBeenCalledTimes(2);
+      expect(violations).toHaveLength(2);
+    },
+  );
+
+  it.each(modes)(
+    'on the same observability store as Mastra’s own, warns as many times as it does (%s)',
+    async (mode) => {
+      const store = { getMetricAggregate: async () => ({ estimatedCost: 1.25, costUnit: 'USD' }) };
+      const options = { maxCost: 1, scope: 'resource' as const, strategy: 'warn' as const };
+      const theirWarn = jest.fn();
+      const mastra = new MastraTokenCostControl(options);
+      mastra.__registerMastra({
+        getStorage: () => ({ stores: { observability: store } }),
+        getLogger: () => ({ warn: theirWarn, debug: () => undefined }),
+      } as never);
+      const ourWarn = jest.fn();
+      const ours = new TokenCostControl({ ...options, logger: { warn: ourWarn } });
+      ours.__registerMastra(mastraWith(store));
+
+      expect(await threeSteps(mastra, mode)).toEqual({ text: 'All done.', calls: 3 });
+      expect(await threeSteps(ours, mode)).toEqual({ text: 'All done.', calls: 3 });
+      expect(theirWarn.mock.calls).toEqual([
+        ['TokenCostControl: Cost control: estimated cost limit exceeded (1.25/1)'],
+      ]);
+      expect(ourWarn.mock.calls).toEqual([['Cost control: estimated cost limit exceeded (1.25/1)']]);
+    },
+  );
 });

@@ -49,7 +49,10 @@ export interface CostGuardOptions {
   scope?: CostScope;
   /** Aggregation window for every scope but `run`. Default `'7d'`. */
   window?: CostWindow;
-  /** Over the limit: `'block'` (default) aborts the step with a TripWire, `'warn'` logs and continues. */
+  /**
+   * Over the limit: `'block'` (default) aborts the step with a TripWire, `'warn'` lets it run and
+   * warns once per request (logged and passed to `onViolation`), however many steps are over.
+   */
   strategy?: 'block' | 'warn';
   /** Abort reason and warning text. Placeholders `{usage}` and `{limit}`. */
   message?: string;
@@ -773,8 +776,9 @@ export abstract class CostGuardBase<Id extends string> {
     }
     const spent = cost.estimatedCost ?? 0;
     const unit = cost.costUnit ?? 'USD';
-    const breakdown = () =>
-      this.options.includeBreakdown
+    // Read only for a finding that is reported: a request warns once per threshold.
+    const breakdown = (threshold: 'soft' | 'hard') =>
+      this.options.includeBreakdown && !run.notified.has(threshold)
         ? source.breakdown(this.scope, id, this.window).catch(() => undefined)
         : Promise.resolve(undefined);
     if (spent >= maxCost)
@@ -782,10 +786,10 @@ export abstract class CostGuardBase<Id extends string> {
         usage: spent,
         limit: maxCost,
         unit,
-        breakdown: await breakdown(),
+        breakdown: await breakdown('hard'),
       });
     if (this.options.warnAtPercent !== undefined && spent >= (maxCost * this.options.warnAtPercent) / 100) {
-      await this.warnSoft(run, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown() });
+      await this.warnSoft(run, scopeKey, { usage: spent, limit: maxCost, unit, breakdown: await breakdown('soft') });
     }
   }
 
@@ -807,11 +811,7 @@ export abstract class CostGuardBase<Id extends string> {
       threshold: 'hard',
       ...(f.breakdown ? { breakdown: f.breakdown } : {}),
     };
-    if (this.strategy === 'warn') {
-      this.log(message);
-      await this.notifyOnce(run, 'hard', message, detail);
-      return;
-    }
+    if (this.strategy === 'warn') return this.warnOnce(run, 'hard', message, detail);
     const metadata: CostGuardTripwireMetadata<Id> = {
       processorId: this.id,
       usage: totalUsage,
@@ -827,10 +827,8 @@ export abstract class CostGuardBase<Id extends string> {
   }
 
   private async warnSoft(run: RunState, scopeKey: string | undefined, f: Finding): Promise<void> {
-    if (run.notified.has('soft')) return;
     const message = this.labels.softMessage(this.options.warnAtPercent!, formatCost(f.usage), formatCost(f.limit));
-    this.log(message);
-    await this.notifyOnce(run, 'soft', message, {
+    await this.warnOnce(run, 'soft', message, {
       usage: f.usage,
       limit: f.limit,
       totalUsage: { estimatedCost: f.usage, costUnit: f.unit },
@@ -839,6 +837,22 @@ export abstract class CostGuardBase<Id extends string> {
       threshold: 'soft',
       ...(f.breakdown ? { breakdown: f.breakdown } : {}),
     });
+  }
+
+  /**
+   * A warning (a soft threshold, or a hard one under `strategy: 'warn'`): logged and passed to
+   * `onViolation` once per request and threshold, as Mastra's TokenCostControl does, however many
+   * of the request's steps find the budget crossed.
+   */
+  private async warnOnce(
+    run: RunState,
+    threshold: 'soft' | 'hard',
+    message: string,
+    detail: CostGuardViolationDetail,
+  ): Promise<void> {
+    if (run.notified.has(threshold)) return;
+    this.log(message);
+    await this.notifyOnce(run, threshold, message, detail);
   }
 
   private async notifyOnce(

@@ -174,6 +174,78 @@ describe('TokenLimiterProcessor input', () => {
     expect(ids(list.get.all.db())).toEqual([question.id, tool.id]);
   });
 
+  describe("this run's tool traffic in its response set, on the message list (Mastra without processLLMRequest)", () => {
+    /** A question, then the run's tool message (response set), then a newer, larger remembered message. */
+    function competingRun(options: { drain?: boolean; persisted?: boolean } = {}) {
+      const list = new MessageList();
+      list.addSystem(SYSTEM);
+      const at = <M extends object>(m: M, s: number) => ({ ...m, createdAt: new Date(Date.UTC(2025, 0, 1, 0, 0, s)) });
+      const question = at(sized(10), 5);
+      const tool = at(toolMessage('t-run', 'listRules', {}, 'rule '.repeat(60)), 10);
+      const newer = at(sized(100), 20);
+      list.add(question as never, 'input');
+      list.add(tool as never, 'response');
+      list.add(newer as never, 'memory');
+      if (options.persisted === false) Object.defineProperty(list, 'getPersisted', { value: undefined }); // an older Mastra
+      if (options.drain) list.drainUnsavedMessages();
+      const toolTokens = new TokenLimiterProcessor(1).counter.countMessage(tool);
+      // Room for any two of them, not for all three: plain newest-first trimming drops the tool message.
+      expect(toolTokens + 10).toBeLessThan(100);
+      return { list, question, tool, newer, limit: limitFor(100 + 10 + 5) };
+    }
+    const step = (limiter: TokenLimiterProcessor, list: MessageList) =>
+      limiter.processInputStep({
+        messages: [],
+        messageList: list as never,
+        abort,
+        stepNumber: 0,
+        steps: [],
+        state: {},
+      });
+
+    it.each([
+      ['best-fit', (r: ReturnType<typeof competingRun>) => [r.question, r.tool]],
+      ['contiguous', (r: ReturnType<typeof competingRun>) => [r.tool]],
+    ] as const)('keeps it with steps an empty array (%s)', async (trimMode, expected) => {
+      const r = competingRun();
+      await step(new TokenLimiterProcessor({ limit: r.limit, trimMode }), r.list);
+      expect(ids(r.list.get.all.db())).toEqual(ids(expected(r)));
+    });
+
+    it('keeps it after the save queue drained the response set', async () => {
+      const r = competingRun({ drain: true });
+      expect(r.list.makeMessageSourceChecker().output.size).toBe(0);
+      await step(new TokenLimiterProcessor(r.limit), r.list);
+      expect(ids(r.list.get.all.db())).toEqual(ids([r.question, r.tool]));
+    });
+
+    it('keeps it from the live response set on a list without getPersisted', async () => {
+      const r = competingRun({ persisted: false });
+      await step(new TokenLimiterProcessor(r.limit), r.list);
+      expect(ids(r.list.get.all.db())).toEqual(ids([r.question, r.tool]));
+    });
+
+    it('aborts, removing nothing, when the system messages and the tool traffic exceed the limit', async () => {
+      const r = competingRun();
+      const toolTokens = new TokenLimiterProcessor(1).counter.countMessage(r.tool);
+      const error = await caught(() => step(new TokenLimiterProcessor(limitFor(toolTokens - 1)), r.list));
+      expect(error.message).toBe(
+        "TokenLimiterProcessor: This run's tool calls and results alone exceed the remaining token budget. Dropping them would make the agent repeat them.",
+      );
+      expect(error.options).toEqual({
+        retry: false,
+        metadata: {
+          systemTokens: systemCost(SYSTEM),
+          limit: limitFor(toolTokens - 1),
+          remainingBudget: toolTokens - 1,
+          messageCount: 3,
+          protectedTokens: toolTokens,
+        },
+      });
+      expect(ids(r.list.get.all.db())).toEqual(ids([r.question, r.tool, r.newer]));
+    });
+  });
+
   it('aborts with a TripWire when there are no messages', async () => {
     const error = await caught(() =>
       new TokenLimiterProcessor(100).processInput({

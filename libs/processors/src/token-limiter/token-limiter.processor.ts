@@ -19,6 +19,13 @@ import {
 } from '../token-count/message-token-counter';
 import { modelIds, readContextIds } from '../tollgate/context-ids';
 import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
+import {
+  isRunToolTraffic,
+  promptToolCallIdsOf,
+  runToolCallIds,
+  toolCallIdsOf,
+  type RunStepShape,
+} from './run-tool-traffic';
 import { selectMessages, type Candidate, type TrimMode } from './select-messages';
 import { truncateByTokens } from './truncate-by-tokens';
 
@@ -110,11 +117,7 @@ export interface TokenLimiterStepArgs<M extends MessageShape> extends TokenLimit
   agent?: { id?: string; name?: string };
 }
 
-/** A finished step of the run, as Mastra passes it in `steps`: only its tool calls are read. */
-export interface RunStepShape {
-  content?: ReadonlyArray<{ type?: string; toolCallId?: string }>;
-  toolCalls?: ReadonlyArray<{ toolCallId?: string; payload?: { toolCallId?: string } }>;
-}
+export type { RunStepShape } from './run-tool-traffic';
 
 /** Arguments of `processLLMRequest` (a subset of Mastra's `ProcessLLMRequestArgs`). */
 export interface TokenLimiterRequestArgs<
@@ -221,7 +224,7 @@ export class TokenLimiterProcessor {
   async processInput<M extends MessageShape>(args: TokenLimiterInputArgs<M>): Promise<M[]> {
     if (args.messageList) return args.messages;
     const systemMessages = args.systemMessages ?? [];
-    const { kept } = this.trim(args.messages, systemMessages, new Set(), args.abort, this.maxTokens);
+    const { kept } = this.trim(args.messages, systemMessages, NO_RUN_TOOL_CALLS, args.abort, this.maxTokens);
     return kept;
   }
 
@@ -233,19 +236,17 @@ export class TokenLimiterProcessor {
    * there, on the prompt the model receives, and stored messages are left alone.
    */
   async processInputStep<M extends MessageShape>(args: TokenLimiterStepArgs<M>): Promise<M[] | undefined> {
+    // `processLLMRequest` trims at this step, and reads the run's tool traffic itself.
+    if (args.llmRequestStage) return undefined;
     const list = args.messageList;
     const messages = list ? list.get.all.db() : args.messages;
-    const runToolCalls = this.runToolCallIds(args.state, args.steps, messages, list);
-    if (args.llmRequestStage) return undefined;
+    const runToolCalls = runToolCallIds(args.state, args.steps, list);
     const { limit, guardRemainingTokens } = await this.stepLimit(args);
     const systemMessages = list?.getAllSystemMessages() ?? args.systemMessages ?? [];
-    const protectedIds = new Set<string>();
-    for (const message of messages)
-      if (toolCallIdsOf(message).some((id) => runToolCalls.has(id))) protectedIds.add(message.id);
     const { kept, dropped } = this.trim(
       messages,
       systemMessages,
-      protectedIds,
+      runToolCalls,
       args.abort,
       limit,
       guardRemainingTokens,
@@ -266,7 +267,7 @@ export class TokenLimiterProcessor {
     args: TokenLimiterRequestArgs<P>,
   ): Promise<{ prompt: P[] } | undefined> {
     const { prompt } = args;
-    const runToolCalls = this.runToolCallIds(args.state, args.steps, [], args.messageList);
+    const runToolCalls = runToolCallIds(args.state, args.steps, args.messageList);
     const { limit, guardRemainingTokens } = await this.stepLimit(args);
     const extra = guardRemainingTokens === undefined ? {} : { guardRemainingTokens };
     let systemTokens = 0;
@@ -281,7 +282,7 @@ export class TokenLimiterProcessor {
         tokens: () => this.counter.countPromptMessage(message),
         minTokens: () => this.counter.minPromptTokens(message),
         toolCallIds: ids,
-        protected: ids.some((id) => runToolCalls.has(id)),
+        protected: isRunToolTraffic(ids, runToolCalls),
       };
     });
     const keep = this.select(candidates, systemTokens, args.abort, limit, extra);
@@ -372,7 +373,7 @@ export class TokenLimiterProcessor {
   private trim<M extends MessageShape>(
     messages: M[],
     systemMessages: SystemMessageShape[],
-    protectedIds: Set<string>,
+    runToolCalls: ReadonlySet<string>,
     abort: AbortFn<TokenLimiterTripwireMetadata>,
     limit: number,
     guardRemainingTokens?: number,
@@ -390,11 +391,12 @@ export class TokenLimiterProcessor {
         // A cached count serves as both; otherwise the bound is a scan and the count an encoding.
         let known: CountLookup | undefined;
         const lookup = () => (known ??= this.counter.lookup(message));
+        const toolCallIds = toolCallIdsOf(message);
         return {
           tokens: () => this.counter.countKnown(message, lookup()),
           minTokens: () => lookup().tokens ?? this.counter.minTokens(message),
-          toolCallIds: toolCallIdsOf(message),
-          protected: protectedIds.has(message.id),
+          toolCallIds,
+          protected: isRunToolTraffic(toolCallIds, runToolCalls),
         };
       }),
       systemTokens,
@@ -464,41 +466,6 @@ export class TokenLimiterProcessor {
   }
 
   /**
-   * This run's tool calls: the ids in its finished `steps`, in tool invocations of its response
-   * messages, and those seen at earlier steps (kept in the run's `state`). The model acts on these
-   * results; if they were trimmed it would call the same tools again, step after step. Protection
-   * follows the run, not where its messages sit: once Mastra's save queue drains the response
-   * messages they leave the response set, but they are still this run's.
-   */
-  private runToolCallIds(
-    state: Record<string, unknown> | undefined,
-    steps: ReadonlyArray<RunStepShape> | undefined,
-    messages: MessageShape[],
-    list: MessageListShape<MessageShape> | undefined,
-  ): Set<string> {
-    const ids = state?.[RUN_TOOL_CALLS] instanceof Set ? (state[RUN_TOOL_CALLS] as Set<string>) : new Set<string>();
-    if (state) state[RUN_TOOL_CALLS] = ids;
-    for (const step of steps ?? []) {
-      for (const part of step.content ?? [])
-        if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.add(part.toolCallId);
-      for (const call of step.toolCalls ?? []) {
-        const id = call.toolCallId ?? call.payload?.toolCallId;
-        if (id) ids.add(id);
-      }
-    }
-    // Every tool call in the response comes from a finished step, so with `steps` the response set
-    // adds nothing (and building it costs a pass over the whole list at every step).
-    if (Array.isArray(steps)) return ids;
-    const output = list?.makeMessageSourceChecker?.().output;
-    if (output && output.size > 0) {
-      for (const message of messages.length > 0 ? messages : (list?.get.all.db() ?? [])) {
-        if (output.has(message.id)) for (const id of toolCallIdsOf(message)) ids.add(id);
-      }
-    }
-    return ids;
-  }
-
-  /**
    * Asks the guard (dry run: nothing reserved or audited) about a step of `limit` input tokens.
    * Every token limit that step would reach, from the request or a project policy, comes back as a
    * violation with its limit and the usage including the estimate; what remains of it is
@@ -555,21 +522,5 @@ export class TokenLimiterProcessor {
   }
 }
 
-/** Key of the run's tool call ids in Mastra's per-run processor state. */
-const RUN_TOOL_CALLS = 'tollgate.tokenLimiter.runToolCallIds';
-
-function promptToolCallIdsOf(message: PromptMessageShape): string[] {
-  if (typeof message.content === 'string') return [];
-  const ids: string[] = [];
-  for (const part of message.content)
-    if ((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId) ids.push(part.toolCallId);
-  return ids;
-}
-
-function toolCallIdsOf(message: MessageShape): string[] {
-  const ids: string[] = [];
-  for (const part of message.content?.parts ?? []) {
-    if (part.type === 'tool-invocation' && part.toolInvocation?.toolCallId) ids.push(part.toolInvocation.toolCallId);
-  }
-  return ids;
-}
+/** `processInput` runs before any step: no message is this run's tool traffic yet. */
+const NO_RUN_TOOL_CALLS: ReadonlySet<string> = new Set();
