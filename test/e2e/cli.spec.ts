@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,6 +95,7 @@ describe('npm run tollgate -- …', () => {
       'events show',
       'guard check',
       'guard usage',
+      'verify',
       'doctor',
       'migrate',
     ]) {
@@ -395,6 +396,71 @@ describe('npm run tollgate -- …', () => {
     json(await tollgate(['exporters', 'delete', 'hook', '--project', p.id, '--json']));
     expect((await tollgate(['exporters', 'status', 'hook', '--project', p.id])).code).toBe(1);
   }, 180_000);
+
+  it('verify: no differences in a ledger written by ingest and the guard; exit 1 naming a counter tampered in SQL', async () => {
+    const p = await createProject(svc.url);
+    const resourceId = `r-${randomUUID()}`;
+    const context = { resourceId, userId: 'u1' };
+    const reserve = async () =>
+      (
+        await call(svc.url, 'POST', '/v1/guard/check', {
+          token: p.key,
+          body: {
+            context,
+            limits: [{ scope: 'resource', window: '24h', maxCost: 5 }],
+            estimate: { provider: 'openai', model: 'gpt-4o', inputTokens: 1000, maxOutputTokens: 200 },
+            reserve: true,
+            stepId: randomUUID(),
+          },
+        })
+      ).body.reservation.id as string;
+    const [settled, released] = [await reserve(), await reserve(), await reserve()];
+    expect(
+      (await call(svc.url, 'POST', `/v1/guard/reservations/${released}/release`, { token: p.key })).body.status,
+    ).toBe('released');
+    // One instant: both steps in one hour bucket.
+    const occurredAt = new Date().toISOString();
+    const steps = [
+      stepEvent({ ...context, occurredAt, reservationId: settled, usage: { inputTokens: 700, outputTokens: 90 } }),
+      stepEvent({ ...context, occurredAt, threadId: 'th1' }),
+    ];
+    expect((await call(svc.url, 'POST', '/v1/events', { token: p.key, body: { events: steps } })).body.accepted).toBe(
+      2,
+    );
+
+    const clean = await tollgate(['verify', '--project', p.id, '--json']);
+    expect(clean.code).toBe(0);
+    expect(JSON.parse(clean.stdout)).toEqual({ differences: [] });
+    expect((await tollgate(['verify', '--project', p.id])).stdout).toBe('no differences\n');
+
+    await svc.prisma.$executeRawUnsafe(
+      `UPDATE usage_counters SET input_tokens = input_tokens + 1 WHERE project_id = $1 AND scope = 'resource' AND granularity = 'h'`,
+      p.id,
+    );
+    const tampered = await tollgate(['verify', '--project', p.id, '--json']);
+    expect(tampered.code).toBe(1);
+    const hour = new Date(Math.floor(Date.parse(occurredAt) / 3_600_000) * 3_600_000).toISOString();
+    // gpt-4o: 1700 × $2.50/M + 290 × $10/M.
+    const expected = { inputTokens: 1700, outputTokens: 290, costMicros: 7150, unpricedEvents: 0, events: 2 };
+    expect(JSON.parse(tampered.stdout)).toEqual({
+      differences: [
+        {
+          project: p.id,
+          table: 'usage_counters',
+          key: { scope: 'resource', scopeId: resourceId, granularity: 'h', bucketStart: hour, costUnit: 'USD' },
+          stored: { ...expected, inputTokens: 1701 },
+          expected,
+          issue: 'counter differs from the log',
+        },
+      ],
+    });
+    const human = await tollgate(['verify', '--project', p.id]);
+    expect(human.code).toBe(1);
+    expect(human.stdout).toBe(
+      `${p.id}  usage_counters  scope=resource scopeId=${resourceId} granularity=h bucketStart=${hour} costUnit=USD  ` +
+        `stored ${JSON.stringify({ ...expected, inputTokens: 1701 })}  expected ${JSON.stringify(expected)}  (counter differs from the log)\n`,
+    );
+  }, 120_000);
 
   it('doctor: each check ok, or what to do', async () => {
     const ok = await tollgate(['doctor', '--json'], { TOLLGATE_ADMIN_TOKEN: 'test-admin-token-0123456789' });

@@ -14,10 +14,12 @@ import {
   putPriceSchema,
   Repricer,
   repriceSchema,
+  verifyLedger,
+  type LedgerDifference,
   type RepriceSummary,
 } from '@tollgate/ledger';
 import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/usage-metrics';
-import { KEY_SCOPES, type KeyScope, type Principal } from '@tollgate/platform';
+import { AppError, KEY_SCOPES, type KeyScope, type Principal } from '@tollgate/platform';
 import { CommandBus } from '@nestjs/cqrs';
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
@@ -34,7 +36,13 @@ export interface CliCommand {
   options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
   /** Key and project commands read and write PostgreSQL only: they never wait for Redis. */
   needsRedis?: boolean;
-  run(ctx: INestApplicationContext, values: Values, positionals: string[], stderr?: NodeJS.WriteStream): Promise<void>;
+  /** Resolves to the exit code when it is not 0 for a command that did its work (verify found differences). */
+  run(
+    ctx: INestApplicationContext,
+    values: Values,
+    positionals: string[],
+    stderr?: NodeJS.WriteStream,
+  ): Promise<void | number>;
 }
 
 /** A mistake in the command line: printed with the command's usage, exit code 2. */
@@ -119,6 +127,14 @@ export function repriceSummaryLine(s: RepriceSummary): string {
     `${s.dryRun ? 'dry run: would reprice' : 'repriced'} ${s.repriced} of ${s.scanned} steps (${s.unchanged} unchanged, ${s.providerReported} provider-reported, ` +
     `${s.newlyPriced} newly priced) in ${s.batches} batches; delta ${delta.length ? delta.join(', ') : '0'}`
   );
+}
+
+/** One difference `verify` found, on one line: where, what is stored, what the log gives, and what is wrong. */
+export function differenceLine(d: LedgerDifference): string {
+  const key = Object.entries(d.key)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  return `${d.project}  ${d.table}  ${key}  stored ${JSON.stringify(d.stored)}  expected ${JSON.stringify(d.expected)}  (${d.issue})`;
 }
 
 /** An event of the log as `events tail` and `events show` print it. */
@@ -596,6 +612,27 @@ export const COMMANDS: CliCommand[] = [
           '--scope must look like resource:<id> (run, thread, resource, user, organization or session)',
         );
       print(await ctx.get(GuardController).usage(principal, { scopeKey: String(v.scope) }), json(v));
+    },
+  },
+  // ── invariants ──────────────────────────────────────────────────────────────
+  {
+    name: 'verify',
+    usage:
+      "verify [--project <id>]   (recompute the guard's counters, hold totals, holds and reservation statuses from the log; exit 1 on any difference)",
+    options: { project: { type: 'string' } },
+    async run(ctx, v) {
+      const prisma = ctx.get(PrismaService);
+      const id = v.project === undefined ? undefined : projectId(v);
+      // An unknown project has nothing to differ: without this, a mistyped id would pass.
+      if (id !== undefined && !(await prisma.project.findUnique({ where: { id }, select: { id: true } })))
+        throw new AppError('not_found', `No project ${id}`, 'projectId');
+      const differences = await verifyLedger(prisma.sql, id);
+      if (json(v)) print({ differences }, true);
+      else
+        process.stdout.write(
+          differences.length ? `${differences.map(differenceLine).join('\n')}\n` : 'no differences\n',
+        );
+      return differences.length ? 1 : 0;
     },
   },
   // ── projections ─────────────────────────────────────────────────────────────

@@ -51,7 +51,10 @@ function find(argv: string[]): CliCommand | undefined {
   )[0];
 }
 
-/** Exit codes: 0 done, 1 the command failed (its reason on stderr), 2 a mistake in the command line. */
+/**
+ * Exit codes: 0 done, 1 the command failed (its reason on stderr) or found what it checks for (verify's
+ * differences, on stdout), 2 a mistake in the command line.
+ */
 async function main(argv: string[]): Promise<number> {
   const [first] = argv;
   if (!first || first === 'help' || first === '--help' || first === '-h') {
@@ -93,17 +96,18 @@ async function main(argv: string[]): Promise<number> {
   const ctx = await NestFactory.createApplicationContext(CliModule.with(config), {
     logger: createLogger('error', { destination: process.stderr }),
   });
+  let code: number | void;
   try {
     if (command.needsRedis && !(await ctx.get(RedisClient).ping(2000))) {
       throw new Error(
         `Redis at ${redactUrl(config.REDIS_URL)} does not answer: ${command.name} queues work for the worker. Start Redis or set REDIS_URL (\`npm run tollgate -- doctor\` checks everything).`,
       );
     }
-    await command.run(ctx, values, positionals);
+    code = await command.run(ctx, values, positionals);
   } finally {
     await ctx.close();
   }
-  return 0;
+  return typeof code === 'number' ? code : 0;
 }
 
 function parseCommandArgs(args: string[], options: CliCommand['options'], help: string) {

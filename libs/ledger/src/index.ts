@@ -13,3 +13,5 @@ export { createProjectSchema, projectSettingsSchema, createKeySchema } from './p
 export { PoliciesController } from './policies/policies.controller';
 export { PricesController, putPriceSchema } from './prices/prices.controller';
 export { GuardController } from './check-guard/guard.controller';
+export { verifyLedger } from './verify/verify-ledger.sql';
+export type { LedgerDifference } from './verify/verify-ledger.sql';
