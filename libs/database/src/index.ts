@@ -12,3 +12,4 @@ export { EVENT_COLUMNS, EVENT_SELECT, onStepsByTime } from './event-columns';
 export { INDEX_PLANS, inlined, inOneTrip, inTransaction, sqlLiteral, timestampText, withIndexPlans } from './sql';
 export type { Sql, TxSql, SqlValue, Executable, Statement } from './sql';
 export { NotifiedCache, CACHE_CHANNELS, notifySql } from './notified-cache';
+export { isContention, retryOnContention, CONTENTION_ATTEMPTS } from './contention';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Pool, PoolClient } from 'pg';
+import { Pool, type PoolClient } from 'pg';
+import { retryOnContention } from './contention';
 import { memoized } from '@tollgate/contracts';
 
 /**
@@ -42,16 +43,23 @@ export interface TxSql extends Sql {
    * ahead of it in the same trip (a setting its plan needs, such as {@link INDEX_PLANS}).
    */
   commitWith<T = Record<string, unknown>>(statement: Statement, before?: readonly Statement[]): Promise<T[]>;
+  /** Ends the transaction now (its callback may go on with work that needs no transaction). */
+  commit(): Promise<void>;
   /** `statements` in one round trip inside the transaction (a simple query); the rows of each. */
   statements(statements: readonly Statement[]): Promise<Record<string, unknown>[][]>;
 }
 
-export function poolSql(pool: Pool | PoolClient): Sql {
+/**
+ * Statements on `db`. On a pool each is its own transaction, run again when PostgreSQL rolled it
+ * back for contention (see retryOnContention); on a transaction's client it is not, since the
+ * failure aborted the transaction: the transaction as a whole is run again.
+ */
+export function poolSql(db: Pool | PoolClient): Sql {
+  const once = async <T>(text: string, params: unknown[]): Promise<T[]> =>
+    (await db.query({ name: statementName(text), text, values: params })).rows as T[];
   return {
-    async query<T>(text: string, ...params: unknown[]): Promise<T[]> {
-      const result = await pool.query({ name: statementName(text), text, values: params });
-      return result.rows as T[];
-    },
+    query: <T>(text: string, ...params: unknown[]): Promise<T[]> =>
+      db instanceof Pool ? retryOnContention(() => once<T>(text, params)) : once<T>(text, params),
   };
 }
 
@@ -186,13 +194,24 @@ export function withIndexPlans(statements: readonly Statement[]): Statement[] {
  * every statement inside it, so a transaction never holds a connection forever behind a stuck
  * lock holder or a slow statement (it is then rolled back, and nothing of it remains).
  * `opening` are statements sent with BEGIN in the same round trip (a simple query may hold
- * several); `fn` gets the rows of each of them, in order.
+ * several); `fn` gets the rows of each of them, in order. A transaction PostgreSQL rolls back for
+ * contention is run again from BEGIN (see retryOnContention): what `fn` does outside the database
+ * before its commit must be safe to do again.
  */
-export async function inTransaction<T>(
+export function inTransaction<T>(
   pool: Pool,
   fn: (sql: TxSql, opened: Record<string, unknown>[][]) => Promise<T>,
   timeoutMs?: number,
   opening: readonly Statement[] = [],
+): Promise<T> {
+  return retryOnContention(() => transactionOnce(pool, fn, timeoutMs, opening));
+}
+
+async function transactionOnce<T>(
+  pool: Pool,
+  fn: (sql: TxSql, opened: Record<string, unknown>[][]) => Promise<T>,
+  timeoutMs: number | undefined,
+  opening: readonly Statement[],
 ): Promise<T> {
   const client = await pool.connect();
   const { run, state } = roundTrips(client);
@@ -204,6 +223,10 @@ export async function inTransaction<T>(
       const rows = (await run([...before, statement, 'COMMIT']))[before.length];
       committed = true;
       return rows as R[];
+    },
+    async commit(): Promise<void> {
+      await run(['COMMIT']);
+      committed = true;
     },
   };
   try {
@@ -223,10 +246,18 @@ export async function inTransaction<T>(
  * Runs `statements` as one transaction in ONE round trip (BEGIN; …; COMMIT) and gives the rows of
  * each: for statements that need transaction-local settings (`SET LOCAL`) but nothing in between.
  */
-export async function inOneTrip(
+export function inOneTrip(
   pool: Pool,
   statements: readonly Statement[],
   timeoutMs?: number,
+): Promise<Record<string, unknown>[][]> {
+  return retryOnContention(() => oneTripOnce(pool, statements, timeoutMs));
+}
+
+async function oneTripOnce(
+  pool: Pool,
+  statements: readonly Statement[],
+  timeoutMs: number | undefined,
 ): Promise<Record<string, unknown>[][]> {
   const client = await pool.connect();
   const { run, state } = roundTrips(client);

@@ -3,7 +3,7 @@ export type { AppConfig } from './config';
 export { PlatformModule } from './platform.module';
 export { RedisClient, redisOptions, queueConnection } from './redis';
 export { AppError } from './errors/app-error';
-export { HttpExceptionFilter, isUnavailable } from './errors/http-exception.filter';
+export { HttpExceptionFilter, isBusy, isUnavailable } from './errors/http-exception.filter';
 export { AuthGuard, RequireScope, RequireAdminToken } from './auth/auth.guard';
 export type { Principal } from './auth/auth.guard';
 export { CurrentPrincipal } from './auth/principal.decorator';

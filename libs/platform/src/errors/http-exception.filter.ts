@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { isContention } from '@tollgate/database';
 import { AppError, ERROR_STATUS, type ErrorCode } from './app-error';
 
 /** PostgreSQL or Redis unreachable: the request may succeed if retried shortly. */
@@ -78,6 +79,19 @@ export class HttpExceptionFilter implements ExceptionFilter {
         status === 415 ? { field: 'content-type' } : status === 400 || status === 413 ? { field: '(body)' } : {};
       return { status, body: { statusCode: status, code, message: exception.message, ...field } };
     }
+    if (isBusy(exception)) {
+      // Writers on the same budgets that PostgreSQL could not serve at once, even after the
+      // transaction was run again: load, answered as load.
+      return {
+        status: 503,
+        body: {
+          statusCode: 503,
+          code: 'unavailable',
+          message: 'Busy: concurrent writes to the same budgets; retry after the Retry-After header',
+        },
+        retryAfter: 1,
+      };
+    }
     if (isUnavailable(exception)) {
       return {
         status: 503,
@@ -89,4 +103,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
   }
 }
 
-export { isUnavailable };
+/**
+ * Load, not an outage: contention PostgreSQL still reported after the transaction was run again
+ * (see retryOnContention), a lock wait past lock_timeout, a statement past statement_timeout.
+ */
+function isBusy(err: unknown): boolean {
+  return isContention(err) || ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
+}
+
+export { isBusy, isUnavailable };
