@@ -1,7 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
-import { EventPartitions, INDEX_PLANS, PrismaService, withIndexPlans } from '@tollgate/database';
+import {
+  EventPartitions,
+  INDEX_PLANS,
+  PrismaService,
+  withIndexPlans,
+  type Executable,
+  type TxSql,
+} from '@tollgate/database';
 // The metric objects only: the observability module itself listens to the ledger's events.
 import {
   guardCommits,
@@ -10,7 +17,7 @@ import {
   guardQueueDepth,
   guardUsageReads,
 } from '@tollgate/telemetry/metrics';
-import { AppError, Clock, Config, isUnavailable } from '@tollgate/platform';
+import { AppError, Clock, Config, isBusy, isUnavailable } from '@tollgate/platform';
 import { randomUUID } from 'node:crypto';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
 import { StepPricer } from '../estimate/step-pricer';
@@ -82,9 +89,6 @@ const NO_SETTINGS: ProjectSettings = {
   overrides: [],
 };
 
-/** A lock wait past lock_timeout, or a statement past its timeout: load, not an outage. */
-const isTimeout = (err: unknown) => ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
-
 class ReadTimeout extends Error {}
 
 @CommandHandler(CheckGuard)
@@ -142,15 +146,16 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
 
   /**
    * The answer is always what was committed: nothing races the work. Load (a full queue, a lock
-   * or statement past GUARD_TIMEOUT_MS, a saturated pool) is answered busy, with nothing left
-   * behind; only a database that cannot be reached falls back to the caller's failMode.
+   * or statement past GUARD_TIMEOUT_MS, a saturated pool, contention PostgreSQL still reported
+   * after the transaction was run again) is answered busy, with nothing left behind; only a
+   * database that cannot be reached falls back to the caller's failMode.
    */
   private async answer(projectId: string, request: GuardCheckRequest): Promise<GuardCheckResponse> {
     const now = this.clock.now();
     try {
       return await this.evaluate(projectId, request, now);
     } catch (err) {
-      if (err instanceof ReadTimeout || isTimeout(err) || this.poolSaturated(err))
+      if (err instanceof ReadTimeout || isBusy(err) || this.poolSaturated(err))
         return busy(this.config.values.GUARD_QUEUE_WAIT_MS, now);
       if (isUnavailable(err)) {
         this.logger.warn({
@@ -430,23 +435,19 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
         const denied = decided.filter(
           (d) => d.check.case.audit && !d.outcome.declined && d.outcome.decision.decision === 'deny',
         );
-        if (denied.length) {
-          await this.alerts.exhausted(
-            tx,
-            projectId,
-            checks[0].settings,
-            denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })),
-          );
-        }
-        // Sent with COMMIT, on the plan the connection has cached for it (made with its indexes:
-        // it takes out the batch's expired holds). The locks of every scope it reaps are ours.
+        // On the plan the connection has cached for it (made with its indexes: it takes out the
+        // batch's expired holds). The locks of every scope it reaps are ours.
         const outcome = guardOutcomeStatement(
           projectId,
           decided.flatMap((d) => (d.outcome.reservation ? [d.outcome.reservation] : [])),
           decided.flatMap((d) => d.outcome.events),
           { scopeKeys: keys, expiredBy: at, after: keys.map(reapedUntil) },
         );
-        const committing = outcome ? tx.commitWith(outcome, [INDEX_PLANS]) : undefined;
+        const committing = denied.length
+          ? this.commitWithExhausted(tx, projectId, outcome, checks[0].settings, denied)
+          : outcome
+            ? tx.commitWith(outcome, [INDEX_PLANS])
+            : undefined;
         // The answers are made while PostgreSQL runs the outcome and flushes the commit; a caller
         // gets one only once it committed.
         const answers = results.map((r) => (isDecided(r) ? respond(r.check, r.outcome, at, usage) : undefined));
@@ -481,6 +482,31 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
       this.config.values.GUARD_TIMEOUT_MS,
       opening,
     );
+  }
+
+  /**
+   * The outcome, then the budgets the denials exhausted (their alert states), then COMMIT. In
+   * this order because every writer takes rows in one order — reservations, holds and hold
+   * totals before alert states — as ingest does when it alerts: a guard batch that took an alert
+   * state first and its hold totals second deadlocked with an ingest settling a step on the same
+   * budgets, which took them the other way round.
+   */
+  private async commitWithExhausted(
+    tx: TxSql,
+    projectId: string,
+    outcome: Executable | null,
+    settings: ProjectSettings,
+    denied: readonly Decided[],
+  ): Promise<Record<string, unknown>[]> {
+    const rows = outcome ? (await tx.statements(withIndexPlans([outcome])))[1] : [];
+    await this.alerts.exhausted(
+      tx,
+      projectId,
+      settings,
+      denied.map((d) => ({ violations: d.outcome.decision.violations, stepId: d.check.request.stepId ?? null })),
+    );
+    await tx.commit();
+    return rows;
   }
 }
 

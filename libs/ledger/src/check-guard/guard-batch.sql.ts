@@ -195,14 +195,17 @@ export function outcomeCtes(gate = 'true'): string {
      -- scope at a time, by the leading columns of the key (as scope_key = ANY(...) the planner may
      -- bound the scan by the project alone and walk every hold of it), from where the scope's last
      -- reap stopped (the entries of holds taken out before stay until VACUUM), and deleted by row
-     -- address.
+     -- address. A hold another transaction has locked is being taken out by it (a settlement, a
+     -- release, a sweep: each locks its reservation, then its holds, then their totals) and is
+     -- skipped, so the guard never waits on a hold while it holds its scopes' rows; should that
+     -- transaction roll back, the hold counts until the sweeper lapses it (stricter, never looser).
      reaped AS (
        DELETE FROM reservation_holds h
         WHERE h.ctid = ANY(ARRAY(
           SELECT e.ctid FROM unnest($4::text[], $6::timestamptz[]) AS k(scope_key, after) CROSS JOIN LATERAL (
             SELECT ctid FROM reservation_holds e
              WHERE e.project_id = $2 AND e.scope_key = k.scope_key AND e.expires_at > k.after AND e.expires_at <= $5::timestamptz
-            OFFSET 0) e))
+            OFFSET 0 FOR UPDATE SKIP LOCKED) e))
        RETURNING ${heldColumns('h')}
      ),
      held_totals AS (${holdTotalsSql([
