@@ -1,9 +1,9 @@
 /**
  * bench:guard — first the headline, reserving checks (`reserve: true`, a unique stepId each):
- * latency of one agent (also against services started with GUARD_ONE_TRIP=off, each check in two
- * round trips, on loopback and with PostgreSQL 1 ms away each way behind a delaying proxy, and
+ * latency of one agent (also against services whose checks each take two round trips — a variant
+ * built by the bench, bench/guard/variant-service.ts — on loopback and with PostgreSQL 1 ms away each way behind a delaying proxy, and
  * settling each step as the processors do), throughput of 64 agents on 64 budgets and on one
- * budget (the latter also against a second service started with GUARD_GROUP_COMMIT=off) and of
+ * budget (the latter also against a second service whose checks are each their own transaction) and of
  * 16 agents sharing an organization budget, settling each step, and 1,000 checks at once on a
  * budget that fits exactly 14 steps. Then latency and throughput of non-reserving
  * POST /v1/guard/check on one scope holding 1,000,000 events over 365 days (365d window), against
@@ -511,11 +511,13 @@ async function main() {
   const svc = await startServiceProcess('api', env);
   // The same service with each reserving check its own transaction, for the one-budget line's
   // comparison. Started after the first has migrated the database; idle but for its own lines.
-  const svcOff = await startServiceProcess('api', { ...env, GUARD_GROUP_COMMIT: 'off' }).catch(async (err: unknown) => {
-    await svc.stop();
-    throw err;
-  });
-  // Each reserving check alone in two round trips (GUARD_ONE_TRIP=off), on loopback and, as both
+  const svcOff = await startServiceProcess('guard-variant', { ...env, BENCH_GUARD_VARIANT: 'no-group-commit' }).catch(
+    async (err: unknown) => {
+      await svc.stop();
+      throw err;
+    },
+  );
+  // Each reserving check alone in two round trips (the two-trips variant), on loopback and, as both
   // services beside it, with PostgreSQL about 1 ms away each way (a delaying proxy): what one
   // round trip saves where PostgreSQL runs on another host.
   const proxy = await delayingProxy({ host: new URL(DB).hostname, port: Number(new URL(DB).port || 5432) }, 1);
@@ -523,9 +525,11 @@ async function main() {
   const few = { ...env, DATABASE_POOL_SIZE: '4' };
   const extra: Awaited<ReturnType<typeof startServiceProcess>>[] = [];
   try {
-    extra.push(await startServiceProcess('api', { ...few, GUARD_ONE_TRIP: 'off' }));
+    extra.push(await startServiceProcess('guard-variant', { ...few, BENCH_GUARD_VARIANT: 'two-trips' }));
     extra.push(await startServiceProcess('api', { ...few, DATABASE_URL: farDb }));
-    extra.push(await startServiceProcess('api', { ...few, DATABASE_URL: farDb, GUARD_ONE_TRIP: 'off' }));
+    extra.push(
+      await startServiceProcess('guard-variant', { ...few, DATABASE_URL: farDb, BENCH_GUARD_VARIANT: 'two-trips' }),
+    );
   } catch (err) {
     for (const s of [svc, svcOff, ...extra]) await s.stop();
     await proxy.close();
@@ -717,7 +721,7 @@ async function main() {
       "  settling: after each check its step is recorded with its reservation (a few more input tokens than estimated, fewer output tokens than the maximum), as the processors do; the latency is the check's, the CPU the whole step's",
     );
     console.log(
-      '  year scope: the resource holding the year of events; "off": the second service, GUARD_GROUP_COMMIT=off; "2 trips": a service with GUARD_ONE_TRIP=off; "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
+      '  year scope: the resource holding the year of events; "off": the second service, each check its own transaction (bench/guard/variant-service.ts); "2 trips": a service whose checks each take two round trips (the same); "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
     );
     console.log(
       `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | 1 trip | service µs | postgres µs | client µs | busy | open at end`,
@@ -784,7 +788,7 @@ async function main() {
     );
     const [s1Two, s1Far, s1FarTwo] = [soloTwo, soloFar, soloFarTwo].map(med);
     console.log(
-      `  one round trip against two (GUARD_ONE_TRIP=off): PostgreSQL on loopback p50 ${ms2(s1.p50)} vs ${ms2(s1Two.p50)} ms → ×${(s1.p50 / s1Two.p50).toFixed(2)}; PostgreSQL 1 ms away each way p50 ${ms2(s1Far.p50)} vs ${ms2(s1FarTwo.p50)} ms → ×${(s1Far.p50 / s1FarTwo.p50).toFixed(2)}`,
+      `  one round trip against two (the two-trips variant): PostgreSQL on loopback p50 ${ms2(s1.p50)} vs ${ms2(s1Two.p50)} ms → ×${(s1.p50 / s1Two.p50).toFixed(2)}; PostgreSQL 1 ms away each way p50 ${ms2(s1Far.p50)} vs ${ms2(s1FarTwo.p50)} ms → ×${(s1Far.p50 / s1FarTwo.p50).toFixed(2)}`,
     );
     console.log(
       `reserve, 64 agents on 64 budgets: ${s64.rate.toFixed(0)} checks/s, p99 ${ms2(s64.p99)} ms, CPU ${s64.cpu.toFixed(0)} µs per check (service ${s64.service.toFixed(0)} + PostgreSQL ${s64.postgres.toFixed(0)})`,
@@ -796,7 +800,7 @@ async function main() {
       `reserve, 64 agents on 1 budget:   ${s1b.rate.toFixed(0)} checks/s, p99 ${ms2(s1b.p99)} ms, CPU ${s1b.cpu.toFixed(0)} µs per check, ${s1b.reads.toFixed(2)} reads and ${s1b.xacts.toFixed(2)} transactions per check → ×${(s1b.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
     );
     console.log(
-      `  GUARD_GROUP_COMMIT=off:         ${s1bOff.rate.toFixed(0)} checks/s, p99 ${ms2(s1bOff.p99)} ms, CPU ${s1bOff.cpu.toFixed(0)} µs per check, ${s1bOff.reads.toFixed(2)} reads and ${s1bOff.xacts.toFixed(2)} transactions per check → ×${(s1bOff.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
+      `  each check its own transaction: ${s1bOff.rate.toFixed(0)} checks/s, p99 ${ms2(s1bOff.p99)} ms, CPU ${s1bOff.cpu.toFixed(0)} µs per check, ${s1bOff.reads.toFixed(2)} reads and ${s1bOff.xacts.toFixed(2)} transactions per check → ×${(s1bOff.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
     );
     console.log(
       `  group commit on ÷ off: checks/s ×${(s1b.rate / s1bOff.rate).toFixed(2)}, p99 ×${(s1b.p99 / s1bOff.p99).toFixed(2)}`,

@@ -63,6 +63,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+const ENTRIES = {
+  main: ['apps', 'main.js'],
+  api: ['apps', 'api', 'src', 'main.js'],
+  /** The API with the guard's batching changed to a variant named by BENCH_GUARD_VARIANT. */
+  'guard-variant': ['bench', 'guard', 'variant-service.js'],
+};
+
 /** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
 export async function startServiceProcess(entry: 'main' | 'api', env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();

@@ -15,3 +15,4 @@ export { PricesController, putPriceSchema } from './prices/prices.controller';
 export { GuardController } from './check-guard/guard.controller';
 export { verifyLedger } from './verify/verify-ledger.sql';
 export type { LedgerDifference } from './verify/verify-ledger.sql';
+export { GuardTuning } from './check-guard/guard-tuning';

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
 import { CheckGuardHandler } from './check-guard/check-guard.handler';
+import { GuardTuning } from './check-guard/guard-tuning';
 import { EstimateController } from './estimate/estimate.controller';
 import { StepPricer } from './estimate/step-pricer';
 import { GuardController } from './check-guard/guard.controller';
@@ -24,6 +25,7 @@ import { ProjectsService } from './projects/projects.service';
   providers: [
     AppendEventsHandler,
     CheckGuardHandler,
+    GuardTuning,
     StepPricer,
     ProjectSettingsReader,
     PoliciesService,

@@ -64,23 +64,6 @@ const configSchema = z
     GUARD_QUEUE_WAIT_MS: durationMs.default(1000),
     /** Reserving checks that may be queued on one scope key at once; past it, busy at once. */
     GUARD_QUEUE_MAX_PER_KEY: z.coerce.number().int().min(1).default(2048),
-    /** Reserving checks queued on one scope are decided together in one transaction (group commit). */
-    GUARD_GROUP_COMMIT: z.enum(['on', 'off']).default('on'),
-    /**
-     * A group commit whose checks' shapes this process committed before is decided on the usage
-     * those commits left and written in one round trip if the usage under the locks is within it
-     * (else decided again in two). `off`: always two round trips (for comparison).
-     */
-    GUARD_ONE_TRIP: z.enum(['on', 'off']).default('on'),
-    /** The most checks one group commit decides. */
-    GUARD_MAX_BATCH: z.coerce.number().int().min(1).max(4096).default(128),
-    /** Group commits a process runs at once (each holds one pooled connection). */
-    GUARD_MAX_CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(64).default(4),
-    /**
-     * Group commits of one project at once: with one, its checks that arrive meanwhile go in its
-     * next batch (fewer, larger transactions); other projects' run beside it.
-     */
-    GUARD_BATCHES_PER_PROJECT: z.coerce.number().int().min(1).max(64).default(1),
     /**
      * Queue prefix in Redis, so that several deployments (or test runs) can share one Redis. On a
      * Redis Cluster it must be hash-tagged (`{tollgate}`): a queue's keys must share one slot.

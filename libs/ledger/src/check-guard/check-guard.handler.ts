@@ -50,6 +50,7 @@ import {
   type UsageTotals,
 } from './guard-decision';
 import { GroupCommit } from './group-commit';
+import { GuardTuning } from './guard-tuning';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { guardRead, usageRead, type PartitionOf, type UsageRequest } from './read-scope-usage.sql';
@@ -109,14 +110,22 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
     private readonly projectSettings: ProjectSettingsReader,
     private readonly pricer: StepPricer,
     private readonly alerts: BudgetAlerts,
+    private readonly tuning: GuardTuning,
   ) {
     const v = config.values;
+    const poolShare = Math.max(1, Math.floor(prisma.poolSize / 2));
     this.commits = new GroupCommit<LoadedCheck, CheckResult>(
       {
-        maxBatch: v.GUARD_GROUP_COMMIT === 'on' ? v.GUARD_MAX_BATCH : 1,
+        get maxBatch() {
+          return tuning.maxBatch;
+        },
         // Leave the pool to ingest too: a batch holds one connection for its transaction.
-        maxConcurrent: Math.max(1, Math.min(v.GUARD_MAX_CONCURRENT_BATCHES, Math.floor(prisma.poolSize / 2))),
-        maxPerLane: v.GUARD_BATCHES_PER_PROJECT,
+        get maxConcurrent() {
+          return Math.min(tuning.maxConcurrent, poolShare);
+        },
+        get maxPerLane() {
+          return tuning.maxPerLane;
+        },
         maxWaitMs: v.GUARD_QUEUE_WAIT_MS,
         maxQueuedPerKey: v.GUARD_QUEUE_MAX_PER_KEY,
       },
@@ -274,7 +283,7 @@ export class CheckGuardHandler implements ICommandHandler<CheckGuard, GuardCheck
 
   /** A group commit in one round trip when it can (see commitInOneTrip), else in two (see commitInTwoTrips). */
   private async commit(projectId: string, checks: LoadedCheck[]): Promise<CheckResult[]> {
-    if (this.config.values.GUARD_ONE_TRIP === 'on') {
+    if (this.tuning.oneTrip) {
       const results = await this.commitInOneTrip(projectId, checks);
       if (results) return results;
     }
