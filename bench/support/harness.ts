@@ -71,12 +71,12 @@ const ENTRIES = {
 };
 
 /** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
-export async function startServiceProcess(entry: 'main' | 'api', env: Record<string, string>): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  entry: keyof typeof ENTRIES,
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
   const port = await freePort();
-  const script =
-    entry === 'main'
-      ? join(__dirname, '..', '..', 'apps', 'main.js')
-      : join(__dirname, '..', '..', 'apps', 'api', 'src', 'main.js');
+  const script = join(__dirname, '..', '..', ...ENTRIES[entry]);
   const child = spawn(process.execPath, [...serviceNodeFlags(), script], {
     env: {
       ...process.env,
