@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
 import { CheckGuardHandler } from './check-guard/check-guard.handler';
-import { GuardTuning } from './check-guard/guard-tuning';
+import { GuardTuning } from './check-guard/batching/guard-tuning';
 import { EstimateController } from './estimate/estimate.controller';
 import { StepPricer } from './estimate/step-pricer';
-import { GuardController } from './check-guard/guard.controller';
+import { GuardController } from './check-guard/http/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
 import { PoliciesService } from './policies/policies.service';
 import { ReservationsService } from './reservations/reservations.service';

@@ -8,7 +8,7 @@ import { AppendEvents } from './append-events.command';
 import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
 import { readReservationContexts } from '../reservations/release-reservation.sql';
-import { scopeKeysOf } from '../check-guard/effective-limits';
+import { scopeKeysOf } from '../check-guard/decision/effective-limits';
 import { reservationsExceeded, zeroCostSteps } from '@tollgate/telemetry/metrics';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { stepContributions } from '../budget-alerts/step-contributions';

@@ -8,11 +8,11 @@ import {
   type Scope,
   type Window,
 } from '@tollgate/contracts';
-import { scopeIdOf } from '../check-guard/effective-limits';
+import { scopeIdOf } from '../check-guard/decision/effective-limits';
 import { createHash } from 'node:crypto';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
-import type { UsageTotals } from '../check-guard/guard-decision';
-import { convertMicros, type UnitRates } from '../check-guard/money';
+import type { UsageTotals } from '../check-guard/decision/guard-decision';
+import { convertMicros, type UnitRates } from '../check-guard/decision/money';
 import type { StoredPolicy } from '../project-settings/project-settings.sql';
 
 const MICRO = 1_000_000;

@@ -6,7 +6,7 @@ import {
   eventRecordsSql,
   logClaimedEventsSql,
 } from '../append-events/append-system-events.sql';
-import { scopeLockId } from '../check-guard/guard-batch.sql';
+import { scopeLockId } from '../check-guard/sql/guard-batch.sql';
 import type { BudgetExhausted, BudgetThresholdCrossed } from '../events';
 import { alertEventPrefix, alertScopes, stateKey, type AlertKind, type AlertState } from './alert-decision';
 

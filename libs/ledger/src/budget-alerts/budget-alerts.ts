@@ -5,8 +5,8 @@ import { alertsFired } from '@tollgate/telemetry/metrics';
 import { Clock } from '@tollgate/platform';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { readScopeUsage, type UsageRequest } from '../check-guard/read-scope-usage.sql';
-import type { UsageTotals } from '../check-guard/guard-decision';
+import { readScopeUsage, type UsageRequest } from '../check-guard/sql/read-scope-usage.sql';
+import type { UsageTotals } from '../check-guard/decision/guard-decision';
 import { readCounterBounds } from './counter-bounds.sql';
 import {
   alertingScopes,

@@ -24,8 +24,8 @@ import { StepPricer } from '../estimate/step-pricer';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { forecastOf } from '../forecast/forecast';
 import { CheckGuard } from './check-guard.command';
-import { CoalescedReads } from './coalesced-reads';
-import { effectiveLimits, scopeKeysOf, shrinkOf } from './effective-limits';
+import { CoalescedReads } from './batching/coalesced-reads';
+import { effectiveLimits, scopeKeysOf, shrinkOf } from './decision/effective-limits';
 import {
   guardOutcomeStatement,
   madeReservations,
@@ -34,7 +34,7 @@ import {
   readExistingReservations,
   stepReservationsStatement,
   type ExistingReservation,
-} from './guard-batch.sql';
+} from './sql/guard-batch.sql';
 import {
   cloneUsage,
   decideInOrder,
@@ -48,16 +48,16 @@ import {
   type EffectiveLimit,
   type NewReservation,
   type UsageTotals,
-} from './guard-decision';
-import { GroupCommit } from './group-commit';
-import { GuardTuning } from './guard-tuning';
+} from './decision/guard-decision';
+import { GroupCommit } from './batching/group-commit';
+import { GuardTuning } from './batching/guard-tuning';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { guardRead, usageRead, type PartitionOf, type UsageRequest } from './read-scope-usage.sql';
-import { KnownUsage } from './known-usage';
-import { ReapedUntil } from './reaped-until';
-import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
-import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, withinBound } from './usage-bounds';
+import { guardRead, usageRead, type PartitionOf, type UsageRequest } from './sql/read-scope-usage.sql';
+import { KnownUsage } from './batching/known-usage';
+import { ReapedUntil } from './batching/reaped-until';
+import { reserveInOneTripStatement } from './sql/reserve-in-one-trip.sql';
+import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, withinBound } from './decision/usage-bounds';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {

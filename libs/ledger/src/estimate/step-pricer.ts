@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { GuardEstimate } from '@tollgate/contracts';
 import { PrismaService } from '@tollgate/database';
-import { heldInputTokens, marginFromBins } from '../check-guard/estimate-margins';
-import { readEstimateRatios } from '../check-guard/guard-batch.sql';
-import type { StepEstimate } from '../check-guard/guard-decision';
+import { heldInputTokens, marginFromBins } from '../check-guard/decision/estimate-margins';
+import { readEstimateRatios } from '../check-guard/sql/guard-batch.sql';
+import type { StepEstimate } from '../check-guard/decision/guard-decision';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { normalizeModel, normalizeProvider, priceStep } from '../pricing/price-step';
 

@@ -1,6 +1,6 @@
 import { WINDOW_MS, type UsageForecast, type Window } from '@tollgate/contracts';
-import type { EffectiveLimit, UsageTotals } from '../check-guard/guard-decision';
-import { convertMicros, type UnitRates } from '../check-guard/money';
+import type { EffectiveLimit, UsageTotals } from '../check-guard/decision/guard-decision';
+import { convertMicros, type UnitRates } from '../check-guard/decision/money';
 
 const HOUR = 3600_000;
 const MICRO = 1_000_000;

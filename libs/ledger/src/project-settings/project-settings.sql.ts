@@ -1,6 +1,6 @@
 import type { Sql } from '@tollgate/database';
 import type { PriceOverrideRate } from '../pricing/price-step';
-import type { FallbackRate, GuardSettings } from '../check-guard/guard-decision';
+import type { FallbackRate, GuardSettings } from '../check-guard/decision/guard-decision';
 
 export interface StoredPolicy {
   name: string;

@@ -3,10 +3,10 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
-import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
-import type { NewReservation } from '../check-guard/guard-decision';
-import { newReservation } from '../check-guard/new-reservation.fixture';
-import { guardRead } from '../check-guard/read-scope-usage.sql';
+import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
+import type { NewReservation } from '../check-guard/decision/guard-decision';
+import { newReservation } from '../check-guard/decision/new-reservation.fixture';
+import { guardRead } from '../check-guard/sql/read-scope-usage.sql';
 import { priceStep } from '../pricing/price-step';
 import { closeReservations } from './release-reservation.sql';
 

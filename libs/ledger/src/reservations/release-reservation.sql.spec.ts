@@ -1,8 +1,8 @@
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
-import { writeGuardOutcome } from '../check-guard/guard-batch.sql';
-import { newReservation } from '../check-guard/new-reservation.fixture';
+import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
+import { newReservation } from '../check-guard/decision/new-reservation.fixture';
 import { closeReservations, readReservation, readReservationContexts } from './release-reservation.sql';
 import { ReservationsService } from './reservations.service';
 

@@ -22,13 +22,13 @@ import {
   type Principal,
 } from '@tollgate/platform';
 import { z } from 'zod';
-import { PoliciesService } from '../policies/policies.service';
-import { policyResponse } from '../policies/policies.controller';
-import { policyView } from '../policies/policy-view';
-import { ReservationsService } from '../reservations/reservations.service';
-import { readExceededReservations } from '../reservations/exceeded.sql';
-import { CheckGuard } from './check-guard.command';
-import { readGuardDecisions } from './guard-decisions.sql';
+import { PoliciesService } from '../../policies/policies.service';
+import { policyResponse } from '../../policies/policies.controller';
+import { policyView } from '../../policies/policy-view';
+import { ReservationsService } from '../../reservations/reservations.service';
+import { readExceededReservations } from '../../reservations/exceeded.sql';
+import { CheckGuard } from '../check-guard.command';
+import { readGuardDecisions } from '../sql/guard-decisions.sql';
 
 const decisionsQuery = z.strictObject({
   scopeKey: scopeKeySchema.optional(),

@@ -1,8 +1,8 @@
 import { EventPartitions, inTransaction, PrismaService, withIndexPlans } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { TEST_DATABASE_URL } from '../../../../test/support/env';
-import { systemEventId, type SystemEvent } from '../events';
+import { TEST_DATABASE_URL } from '../../../../../test/support/env';
+import { systemEventId, type SystemEvent } from '../../events';
 import {
   existingByStep,
   lockScopesStatements,
@@ -12,8 +12,8 @@ import {
   scopeLockId,
   writeGuardOutcome,
 } from './guard-batch.sql';
-import type { NewReservation } from './guard-decision';
-import { newReservation } from './new-reservation.fixture';
+import type { NewReservation } from '../decision/guard-decision';
+import { newReservation } from '../decision/new-reservation.fixture';
 
 describe('guard batch statements (real PostgreSQL)', () => {
   const prisma = new PrismaService(TEST_DATABASE_URL, 4);

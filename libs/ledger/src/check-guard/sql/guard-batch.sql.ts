@@ -14,10 +14,10 @@ import {
   eventRecord,
   eventRecordsSql,
   logClaimedEventsSql,
-} from '../append-events/append-system-events.sql';
-import type { SystemEvent } from '../events';
-import { heldColumns, holdTotalsSql } from '../reservations/hold-totals.sql';
-import type { NewReservation } from './guard-decision';
+} from '../../append-events/append-system-events.sql';
+import type { SystemEvent } from '../../events';
+import { heldColumns, holdTotalsSql } from '../../reservations/hold-totals.sql';
+import type { NewReservation } from '../decision/guard-decision';
 
 /** An open reservation a retried check gets back (or the state that makes the retry a conflict). */
 export interface ExistingReservation {
