@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
 import { CheckGuardHandler } from './check-guard/check-guard.handler';
 import { GuardTuning } from './check-guard/batching/guard-tuning';
+import { BatchCommit } from './check-guard/batching/batch-commit';
+import { CheckLoader } from './check-guard/loaded-check';
 import { EstimateController } from './estimate/estimate.controller';
 import { StepPricer } from './estimate/step-pricer';
 import { GuardController } from './check-guard/http/guard.controller';
@@ -25,6 +27,8 @@ import { ProjectsService } from './projects/projects.service';
   providers: [
     AppendEventsHandler,
     CheckGuardHandler,
+    CheckLoader,
+    BatchCommit,
     GuardTuning,
     StepPricer,
     ProjectSettingsReader,
