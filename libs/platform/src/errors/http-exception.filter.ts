@@ -105,10 +105,11 @@ export class HttpExceptionFilter implements ExceptionFilter {
 
 /**
  * Load, not an outage: contention PostgreSQL still reported after the transaction was run again
- * (see retryOnContention), a lock wait past lock_timeout, a statement past statement_timeout.
+ * (see retryOnContention), a lock wait past lock_timeout, a statement past statement_timeout,
+ * PostgreSQL at its max_connections (53300: this and every other client of the server).
  */
 function isBusy(err: unknown): boolean {
-  return isContention(err) || ['55P03', '57014'].includes((err as { code?: string })?.code ?? '');
+  return isContention(err) || ['55P03', '57014', '53300'].includes((err as { code?: string })?.code ?? '');
 }
 
 export { isBusy, isUnavailable };
