@@ -4,7 +4,7 @@
  *   *.sql.spec.ts  a statement against the real PostgreSQL;
  *   *.int.spec.ts  anything else that needs PostgreSQL, Redis or the running service.
  * test/** and libs/processors/test/e2e/** are integration and end-to-end specs by place. The unit tier's
- * setup file refuses connections to PostgreSQL and Redis, so a misnamed spec fails at once, by name.
+ * setup file refuses to connect Redis and PostgreSQL clients, so a misnamed spec fails at once, by name.
  */
 const root = require('./jest.config.js');
 const [service, processors] = root.projects;
