@@ -156,11 +156,21 @@ export async function insertStepEvents(tx: Sql, projectId: string, rows: StepRow
               events = c.events + excluded.events
        RETURNING 1
      ),
+     -- The reservations to settle, locked in id order, as every writer of reservations takes them
+     -- (a sweep skips those locked), so that two statements never wait on each other crosswise;
+     -- each found by its key and updated by its row address (as a join, the planner walked every
+     -- open reservation of the project).
+     settling AS (
+       SELECT r.tid, r.id FROM (SELECT DISTINCT reservation_id FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id) f
+        CROSS JOIN LATERAL (
+          SELECT ctid AS tid, id FROM reservations r WHERE r.project_id = $2 AND r.id = f.reservation_id AND r.status = 'open' FOR UPDATE) r
+     ),
      settled AS (
        UPDATE reservations r SET status = 'settled', closed_at = now()
-         FROM (SELECT DISTINCT ON (reservation_id) reservation_id, event_id, provider, model, input_tokens, output_tokens, cost_micros, cost_unit
-                 FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s
-        WHERE r.project_id = $2 AND r.id = s.reservation_id AND r.status = 'open'
+         FROM settling l JOIN (
+           SELECT DISTINCT ON (reservation_id) reservation_id, event_id, provider, model, input_tokens, output_tokens, cost_micros, cost_unit
+             FROM fresh WHERE reservation_id IS NOT NULL ORDER BY reservation_id, event_id) s ON s.reservation_id = l.id
+        WHERE r.ctid = l.tid AND r.status = 'open'
        RETURNING r.id, r.scope_keys, r.expires_at, r.cost_micros AS r_cost, r.cost_unit AS r_unit, r.input_tokens AS r_in, r.output_tokens AS r_out,
                  r.estimated_input_tokens, r.provider AS r_provider, r.model AS r_model,
                  s.event_id AS step_event_id, s.input_tokens, s.output_tokens, s.cost_micros, s.cost_unit,

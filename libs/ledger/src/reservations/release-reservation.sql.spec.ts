@@ -61,6 +61,35 @@ describe('reservation statements (real PostgreSQL)', () => {
     ]);
   });
 
+  it('a sweep never waits on a reservation another transaction is closing: it lapses the others, that one is left to its closer', async () => {
+    const project = `p-${randomUUID()}`;
+    // y expires first: a sweep in expiry order met it first, and waited on it holding x.
+    await reserve(project, rsv('x'), new Date(Date.now() - 1_000));
+    await reserve(project, rsv('y'), new Date(Date.now() - 2_000));
+    const closer = await prisma.pool.connect();
+    try {
+      await closer.query('BEGIN');
+      await closer.query('SELECT id FROM reservations WHERE project_id = $1 AND id = $2 FOR UPDATE', [
+        project,
+        rsv('y'),
+      ]);
+      const swept = await prisma.transaction(
+        (tx) =>
+          closeReservations(tx, { expiredBefore: new Date(), expiredAfter: new Date(Date.now() - 60_000) }, 'lapsed'),
+        2_000,
+      );
+      expect(swept.filter((r) => r.project_id === project)).toEqual([{ id: rsv('x'), project_id: project }]);
+    } finally {
+      await closer.query('ROLLBACK');
+      closer.release();
+    }
+    expect((await readReservation(prisma.sql, project, rsv('y')))?.closedAt).toBeNull();
+    expect(await holds(project)).toEqual([
+      { scope_key: 'resource:r1', reservation_id: rsv('y') },
+      { scope_key: 'user:u1', reservation_id: rsv('y') },
+    ]);
+  });
+
   it('closing twice changes nothing and logs nothing more', async () => {
     const project = `p-${randomUUID()}`;
     await reserve(project, rsv('a'), inAMinute());

@@ -18,15 +18,24 @@ export async function closeReservations(
   status: 'released' | 'lapsed',
 ): Promise<{ id: string; project_id: string }[]> {
   const filter = 'id' in where ? 'project_id = $2 AND id = $3' : 'expires_at <= $2 AND expires_at > $3';
+  // A sweep skips the reservations another transaction holds (a settlement, a release closing
+  // them, whose own holds it takes out) rather than waiting on them in expiry order while holding
+  // others: every writer takes reservations in id order. A release by hand waits for its one row.
+  const skip = 'id' in where ? '' : 'SKIP LOCKED';
   const params =
     'id' in where
       ? [where.projectId, where.id]
       : [where.expiredBefore, timestampText(where.expiredAfter?.getTime() ?? -Infinity)];
   return db.query<{ id: string; project_id: string }>(
-    `WITH closed AS (
-       UPDATE reservations SET status = $1, closed_at = now()
-        WHERE status = 'open' AND ${filter}
-       RETURNING id, project_id, scope_keys, expires_at, cost_micros, input_tokens, output_tokens
+    `WITH closing AS (
+       SELECT ctid AS tid FROM reservations WHERE status = 'open' AND ${filter}
+        ORDER BY project_id, id FOR UPDATE ${skip}
+     ),
+     closed AS (
+       UPDATE reservations r SET status = $1, closed_at = now()
+         FROM closing c
+        WHERE r.ctid = c.tid AND r.status = 'open'
+       RETURNING r.id, r.project_id, r.scope_keys, r.expires_at, r.cost_micros, r.input_tokens, r.output_tokens
      ),
      unheld AS (
        DELETE FROM reservation_holds h USING (SELECT project_id, id, expires_at, unnest(scope_keys) AS scope_key FROM closed) x
