@@ -4,14 +4,12 @@
 // `npm install /path/to/tollgate/packages/tollgate-sdk-0.1.0.tgz`.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outArg = process.argv.indexOf('--out');
 const OUT = resolve(outArg > 0 ? process.argv[outArg + 1] : join(ROOT, 'packages'));
-const tsc = createRequire(join(ROOT, 'package.json')).resolve('typescript/bin/tsc');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 mkdirSync(OUT, { recursive: true });
 
@@ -22,15 +20,8 @@ const steps = [
   },
   {
     dir: 'libs/processors',
-    build: () => {
-      execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'libs/processors/tsconfig.json')], { stdio: 'inherit' });
-      // The token counter reads its rank table from beside its compiled code.
-      execFileSync(
-        process.execPath,
-        [join(ROOT, 'libs/processors/scripts/copy-ranks.mjs'), join(ROOT, 'libs/processors/dist')],
-        { stdio: 'inherit' },
-      );
-    },
+    build: () =>
+      execFileSync(process.execPath, [join(ROOT, 'libs/processors/scripts/build.mjs')], { stdio: 'inherit' }),
   },
 ];
 for (const step of steps) {

@@ -5,8 +5,8 @@
  * The run is the trace: its id is `traceId` (column `trace_id`), and `runId` (column `run_id`)
  * stands in when a step has no trace id; a step's events count under both.
  *
- * Imports nothing, so that @tollgate/processors can keep a byte-for-byte copy of this file
- * (libs/processors/src/tollgate/scopes.ts) and load without the SDK.
+ * Imports nothing: @tollgate/processors compiles this file in and loads it without zod
+ * (libs/processors/scripts/build.mjs fails a build whose processors load zod).
  */
 export const SCOPES = ['run', 'thread', 'resource', 'user', 'organization', 'session'] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -18,10 +18,8 @@
  * `usageSchema` whatever it is given: counts are rounded, clamped to 0…100,000,000, a missing or
  * malformed field counts as 0, and a breakdown a provider reported above its total is cut to fit.
  *
- * This file exists twice, byte for byte: `libs/contracts/src/usage/normalize-usage.ts` is the
- * source, and `libs/processors/src/tollgate/normalize-usage.ts` is a copy so that
- * `@tollgate/processors` loads without the SDK. `normalize-usage.copy.spec.ts` beside the copy
- * fails when they differ: edit the source, then copy it over. It imports nothing for that reason.
+ * It imports nothing: `@tollgate/sdk` and `@tollgate/processors` compile this file in, and the
+ * processors load it without zod (`libs/processors/scripts/build.mjs` fails a build that does).
  */
 
 /** Largest token count the service accepts for one step (`MAX_TOKENS` of the step event). */

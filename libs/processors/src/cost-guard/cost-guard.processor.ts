@@ -14,7 +14,7 @@ import type {
 import { TokenCountCache } from '../token-count/count-cache';
 import { MessageTokenCounter, TOKENS_PER_CONVERSATION } from '../token-count/message-token-counter';
 import { modelIds, readContextIds, scopeId } from '../tollgate/context-ids';
-import { fromAiSdk } from '../tollgate/normalize-usage';
+import { fromAiSdk } from '../../../contracts/src/usage/normalize-usage';
 import { checkUntilServed, isBusy } from '../tollgate/busy-retry';
 import type {
   GuardAdjust,

@@ -1,5 +1,5 @@
 import type { GuardScope, GuardWindow } from '../tollgate/guard-client';
-import { SCOPE_TABLE } from '../tollgate/scopes';
+import { SCOPE_TABLE } from '../../../contracts/src/scopes';
 import type { CostGuardBreakdownEntry, CostGuardUsage } from './cost-guard.processor';
 
 /** The observability store methods the seed-compatible mode calls (any Mastra store that has them). */

@@ -1,6 +1,6 @@
 import type { ModelShape, RequestContextShape, TracingShape } from '../mastra-shapes';
 import type { GuardContext, GuardScope } from './guard-client';
-import { scopeIdIn } from './scopes';
+import { scopeIdIn } from '../../../contracts/src/scopes';
 
 /**
  * Reads the scope ids of the current step the way Mastra stores them: memory ids under
