@@ -6,7 +6,7 @@ import {
   exporterLagEvents,
   exporterLagSeconds,
   exporterPaused,
-  ObservabilityModule,
+  PrometheusModule,
   ScrapeHooks,
 } from '@tollgate/telemetry';
 import { ExportersController } from './config/exporters.controller';
@@ -18,7 +18,7 @@ import { exporterLags } from './delivery/export-state.sql';
 
 /** The exporters' domain, shared by the API (configuration) and the worker (delivery). */
 @Module({
-  imports: [ObservabilityModule],
+  imports: [PrometheusModule],
   providers: [Destinations, ExportJobs, ExportPipeline, ExportersService],
   exports: [Destinations, ExportJobs, ExportPipeline, ExportersService],
 })

@@ -1,3 +1,3 @@
 export * from './metrics';
 export { ScrapeHooks } from './scrape-hooks';
-export { ObservabilityModule, ObservabilityHttpModule } from './observability.module';
+export { PrometheusModule, PrometheusHttpModule } from './prometheus.module';

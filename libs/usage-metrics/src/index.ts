@@ -12,7 +12,7 @@
  * checkpoint and a catch-up race at the swap: not worth it while a rebuild of a million events
  * takes about a minute.
  */
-export { MetricsModule, MetricsHttpModule } from './metrics.module';
+export { MastraObservabilityModule, MastraObservabilityHttpModule } from './mastra-observability.module';
 export { MetricsProjector } from './projection/metrics-projector';
 export { CATCH_UP_JOB } from './projection/wake-projector';
 export { ROLLUP_PROJECTION } from './projection/rollup-store.sql';

@@ -1,6 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CATCH_UP_JOB, MetricsModule, MetricsProjector } from '@tollgate/usage-metrics';
+import { CATCH_UP_JOB, MastraObservabilityModule, MetricsProjector } from '@tollgate/usage-metrics';
 import { addJob, Config, JobHandlers } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
 import { keepJobScheduler } from '../job-schedulers';
@@ -68,7 +68,7 @@ export class ProjectorProcessor implements OnApplicationBootstrap, OnModuleDestr
 
 /** The worker's projections (one line in WorkerFeaturesModule). */
 @Module({
-  imports: [MetricsModule],
+  imports: [MastraObservabilityModule],
   providers: [ProjectorProcessor],
 })
 export class ProjectorModule {}

@@ -20,13 +20,16 @@ export class IngestEventsCounter implements IEventHandler<StepUsageRecorded> {
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'] as const;
 
-/** Pool usage, queue depths, ingest latency; features register their own scrape hooks. */
+/**
+ * The service's Prometheus metrics: pool usage, queue depths, ingest latency; features register
+ * their own scrape hooks.
+ */
 @Global()
 @Module({
   providers: [ScrapeHooks, IngestEventsCounter],
   exports: [ScrapeHooks],
 })
-export class ObservabilityModule implements OnModuleInit {
+export class PrometheusModule implements OnModuleInit {
   constructor(
     private readonly hooks: ScrapeHooks,
     private readonly prisma: PrismaService,
@@ -72,5 +75,5 @@ export class ObservabilityModule implements OnModuleInit {
 }
 
 /** GET /metrics, for the API app. */
-@Module({ imports: [ObservabilityModule], controllers: [MetricsController] })
-export class ObservabilityHttpModule {}
+@Module({ imports: [PrometheusModule], controllers: [MetricsController] })
+export class PrometheusHttpModule {}

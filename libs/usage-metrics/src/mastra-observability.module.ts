@@ -5,17 +5,20 @@ import { WakeProjectorOnIngest } from './projection/wake-projector';
 import { MetricQueries } from './query/metric-queries';
 import { MetricsReadDb } from './query/metrics-read-db';
 
-/** The metrics domain: the rollup projection and the queries over it (API, worker and CLI). */
+/**
+ * What Mastra's observability routes answer from: the rollup projection and the queries over it
+ * (API, worker and CLI).
+ */
 @Module({
   providers: [MetricsProjector, MetricsReadDb, MetricQueries],
   exports: [MetricsProjector, MetricQueries],
 })
-export class MetricsModule {}
+export class MastraObservabilityModule {}
 
 /** Mastra's observability routes, and the wake-up of the projector after ingest (API app). */
 @Module({
-  imports: [MetricsModule],
+  imports: [MastraObservabilityModule],
   controllers: [ObservabilityController],
   providers: [WakeProjectorOnIngest],
 })
-export class MetricsHttpModule {}
+export class MastraObservabilityHttpModule {}
