@@ -10,6 +10,10 @@
  * the same answer summed from raw events; then the 64-agent overshoot race three ways: with
  * reservations, without, and a lagging reader.
  *
+ * The floor (bench/guard/floor.ts) has a one-agent and a 64-budgets line too: a bare node:http
+ * process making each check one durable PostgreSQL transaction, driven by the same client code in
+ * the same rounds, so the headline says how far above the least a check can cost the service is.
+ *
  * Every line is measured in each of the rounds, the lines of a round one after the other, so a
  * line and its baseline see the machine in the same state; the summaries are medians of the rounds.
  *
@@ -24,6 +28,7 @@ import { Pool } from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { delayingProxy } from '../support/delaying-proxy';
 import { createBenchProject, median, percentile, resetDatabase, startServiceProcess } from '../support/harness';
+import { FLOOR_ROWS_PER_SCOPE, FLOOR_TABLES } from './floor';
 
 const DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tollgate_bench_guard';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -266,6 +271,8 @@ interface Line {
   settles?: true;
   /** Its service sits idle between its rounds, long enough for its pool to close its connections (30 s): warm it again first. */
   idleBetweenRounds?: boolean;
+  /** A line of the floor: its holds are cleared after each round, as the reserving lines' reservations are. */
+  floor?: true;
 }
 
 // 1,000 input + 200 output tokens of gpt-4o ($2.50 and $10 per million): $0.0045 a step.
@@ -495,6 +502,62 @@ async function herd(t: Target, pool: Pool, label: string, resourceId: string): P
   }
 }
 
+/**
+ * The floor's tables, filled with usage rows for every scope its lines use (fresh ones each round,
+ * as the service's lines take), then its process, on the bench database with the service's pool size.
+ */
+async function startFloor(pool: Pool, env: Record<string, string>) {
+  await pool.query(FLOOR_TABLES);
+  await pool.query(
+    `INSERT INTO bench_floor_usage (scope, at, cost_micros)
+     SELECT 'resource:r' || r || '-floor' || suffix, now() - h * interval '1 hour', 4500
+       FROM generate_series(0, $1::int) AS r,
+            (SELECT '' AS suffix UNION ALL SELECT '-' || w FROM generate_series(0, 63) AS w) AS scopes,
+            generate_series(1, $2::int) AS h`,
+    [ROUNDS, FLOOR_ROWS_PER_SCOPE],
+  );
+  await pool.query('VACUUM ANALYZE bench_floor_usage, bench_floor_holds');
+  const server = await startServiceProcess('guard-floor', {
+    DATABASE_URL: env.DATABASE_URL,
+    DATABASE_POOL_SIZE: env.DATABASE_POOL_SIZE,
+  });
+  const target: Target = {
+    url: server.url,
+    pid: server.child.pid!,
+    http: new HttpPool(server.url, { connections: 128 }),
+  };
+  return { server, target };
+}
+
+type Floor = Awaited<ReturnType<typeof startFloor>>;
+
+async function stopFloor(floor: Floor | undefined): Promise<void> {
+  await floor?.target.http.close();
+  await floor?.server.stop();
+}
+
+/** Between lines, as clearReservations: every round of a floor line starts from an empty holds table. */
+async function clearFloorHolds(pool: Pool): Promise<void> {
+  await pool.query('TRUNCATE bench_floor_holds');
+}
+
+/** A headline line of the service against the floor's line of the same load and rounds. */
+function printAgainstFloor(
+  load: '1 agent' | '64 budgets',
+  service: { p50: number; p99: number; rate: number },
+  floor: { p50: number; p99: number; rate: number; cpu: number; service: number; postgres: number },
+): void {
+  const cpu = `CPU ${floor.cpu.toFixed(0)} µs per check (floor process ${floor.service.toFixed(0)} + PostgreSQL ${floor.postgres.toFixed(0)})`;
+  if (load === '1 agent')
+    console.log(
+      `  against the floor, 1 agent (one durable transaction per check in a bare node:http process): p50 ${ms2(floor.p50)} ms, p99 ${ms2(floor.p99)} ms, ${cpu} → p50 ×${(service.p50 / floor.p50).toFixed(2)} (target ≤ 1.6×), p99 ×${(service.p99 / floor.p99).toFixed(2)}`,
+    );
+  else
+    console.log(
+      `  against the floor, 64 agents on 64 budgets: ${floor.rate.toFixed(0)} checks/s, p99 ${ms2(floor.p99)} ms, ${cpu} → checks/s ×${(service.rate / floor.rate).toFixed(2)}, p99 ×${(service.p99 / floor.p99).toFixed(2)}`,
+    );
+}
+
 const ms2 = (x: number) => x.toFixed(2);
 const medianOf = (rs: RoundResult[], f: (r: RoundResult) => number) => median(rs.map(f));
 
@@ -541,6 +604,7 @@ async function main() {
     http: new HttpPool(s.url, { connections: 4 }),
   }));
   const pool = new Pool({ connectionString: DB, max: 16 });
+  let floor: Floor | undefined;
   const on: Target = { url: svc.url, pid: svc.child.pid!, http: new HttpPool(svc.url, { connections: 128 }) };
   const off: Target = { url: svcOff.url, pid: svcOff.child.pid!, http: new HttpPool(svcOff.url, { connections: 128 }) };
   try {
@@ -551,6 +615,8 @@ async function main() {
     console.log(
       `generated ${EVENTS} events over 365 days for one resource in ${((Date.now() - t) / 1000).toFixed(1)} s`,
     );
+
+    floor = await startFloor(pool, env);
 
     const headers = { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' };
     const body = JSON.stringify({
@@ -654,6 +720,22 @@ async function main() {
     const soloTwo = alone('reserve     1 agent, 2 trips', two, 'solo-two');
     const soloFar = alone('reserve     1 agent, PG 1 ms away', far, 'solo-far');
     const soloFarTwo = alone('reserve     1 agent, PG 1 ms away, 2 trips', farTwo, 'solo-far-two');
+    // Idle between their rounds, as the lines of the services beside `on` are: warmed again first,
+    // so that they come to each round as the service's lines do, with every connection open.
+    const floorSolo: Line = {
+      ...reserving('floor       1 agent, own budget', floor.target, 1, (r) => ({ resourceId: `r${r}-floor` })),
+      reserving: false,
+      floor: true,
+      idleBetweenRounds: true,
+    };
+    const floorSpread: Line = {
+      ...reserving('floor      64 agents, 64 budgets', floor.target, 64, (r, w) => ({
+        resourceId: `r${r}-floor-${w}`,
+      })),
+      reserving: false,
+      floor: true,
+      idleBetweenRounds: true,
+    };
     const spread = reserving('reserve    64 agents, 64 budgets', on, 64, (r, w) => ({
       resourceId: `r${r}-own-${w}`,
       traceId: `r${r}-own-${w}`,
@@ -690,11 +772,13 @@ async function main() {
     };
     const lines = [
       solo,
+      floorSolo,
       soloSettling,
       soloTwo,
       soloFar,
       soloFarTwo,
       spread,
+      floorSpread,
       shared,
       sharedOff,
       orgSettling,
@@ -706,9 +790,10 @@ async function main() {
     // many-agent line, as the pools open and prepare their other connections (round 0's budgets).
     await measure(16, check, 3);
     await measure(64, ownScope, 2);
-    for (const line of lines.filter((l) => l.reserving && l.concurrency > 1))
+    for (const line of lines.filter((l) => (l.reserving || l.floor) && l.concurrency > 1))
       await measure(line.concurrency, line.check(0, { busy: 0, unavailable: 0 }), 2);
     await clearReservations(pool, rsv.id);
+    await clearFloorHolds(pool);
 
     const width = Math.max(...lines.map((l) => l.name.length));
     console.log(
@@ -721,7 +806,7 @@ async function main() {
       "  settling: after each check its step is recorded with its reservation (a few more input tokens than estimated, fewer output tokens than the maximum), as the processors do; the latency is the check's, the CPU the whole step's",
     );
     console.log(
-      '  year scope: the resource holding the year of events; "off": the second service, each check its own transaction (bench/guard/variant-service.ts); "2 trips": a service whose checks each take two round trips (the same); "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
+      '  year scope: the resource holding the year of events; "off": the second service, each check its own transaction (bench/guard/variant-service.ts); "2 trips": a service whose checks each take two round trips (the same); "PG 1 ms away": services whose PostgreSQL is behind a proxy in this process delaying each chunk 1 ms each way; floor: bench/guard/floor.ts, each check one transaction in one round trip (its "service µs" is the floor process\'s); xacts/check: transactions that wrote the reservations, per reservation; 1 trip: the share of the reserving commits made in one round trip (the others in two: a budget\'s first, a batch whose guessed usage missed, a service with it off)',
     );
     console.log(
       `${'line'.padEnd(width)} | round | p50 ms | p99 ms | checks/s | reads/check | xacts/check | 1 trip | service µs | postgres µs | client µs | busy | open at end`,
@@ -732,6 +817,7 @@ async function main() {
         if (line.idleBetweenRounds) {
           await measure(line.concurrency, line.check(-round, { busy: 0, unavailable: 0 }), 1);
           await clearReservations(pool, rsv.id);
+          if (line.floor) await clearFloorHolds(pool);
         }
         const undecided: Undecided = { busy: 0, unavailable: 0 };
         const fn = line.check(round, undecided);
@@ -739,6 +825,7 @@ async function main() {
         const g = await measure(line.concurrency, fn);
         const b = await sample(line.target);
         const written = line.reserving ? await clearReservations(pool, rsv.id) : null;
+        if (line.floor) await clearFloorHolds(pool);
         const per = (ms: number) => (ms * 1000) / g.n;
         const r: RoundResult = {
           ...g,
@@ -758,6 +845,9 @@ async function main() {
         );
       }
     }
+    // Done with the floor: its connections go back before the herds, which can fill the services' pools.
+    await stopFloor(floor);
+    floor = undefined;
     const med = (line: Line) => {
       const rs = results.get(line.name)!;
       const m = (f: (r: RoundResult) => number) => medianOf(rs, f);
@@ -781,6 +871,7 @@ async function main() {
     console.log(
       `  against no-reserve, 1 agent on the year scope: p50 ${ms2(b1.p50)} ms, p99 ${ms2(b1.p99)} ms → p50 ×${(s1.p50 / b1.p50).toFixed(2)}, p99 ×${(s1.p99 / b1.p99).toFixed(2)}`,
     );
+    printAgainstFloor('1 agent', s1, med(floorSolo));
     const [s1Settling, orgS] = [soloSettling, orgSettling].map(med);
     const pct = (share: number) => `${(100 * share).toFixed(0)} %`;
     console.log(
@@ -796,6 +887,7 @@ async function main() {
     console.log(
       `  against no-reserve, 64 agents on 64 budgets: ${b64.rate.toFixed(0)} checks/s, p99 ${ms2(b64.p99)} ms, CPU ${b64.cpu.toFixed(0)} µs → checks/s ×${(s64.rate / b64.rate).toFixed(2)}, CPU ×${(s64.cpu / b64.cpu).toFixed(2)}`,
     );
+    printAgainstFloor('64 budgets', s64, med(floorSpread));
     console.log(
       `reserve, 64 agents on 1 budget:   ${s1b.rate.toFixed(0)} checks/s, p99 ${ms2(s1b.p99)} ms, CPU ${s1b.cpu.toFixed(0)} µs per check, ${s1b.reads.toFixed(2)} reads and ${s1b.xacts.toFixed(2)} transactions per check → ×${(s1b.rate / s64.rate).toFixed(2)} the 64-budgets checks/s`,
     );
@@ -851,6 +943,7 @@ async function main() {
   } finally {
     await on.http.close();
     await off.http.close();
+    await stopFloor(floor);
     await pool.end();
     for (const t of [two, far, farTwo]) await t.http.close();
     for (const s of [svc, svcOff, ...extra]) await s.stop();

@@ -68,6 +68,8 @@ const ENTRIES = {
   api: ['apps', 'api', 'src', 'main.js'],
   /** The API with the guard's batching changed to a variant named by BENCH_GUARD_VARIANT. */
   'guard-variant': ['bench', 'guard', 'variant-service.js'],
+  /** bench:guard's floor: each check one PostgreSQL transaction in a bare node:http server. */
+  'guard-floor': ['bench', 'guard', 'floor.js'],
 };
 
 /** Starts the built service (dist/) as its own process, as a user would run it, and waits until it is ready. */
