@@ -17,26 +17,27 @@ export type {
 } from './token-limiter/token-limiter.processor';
 export { CostGuardProcessor, TokenCostControl, CostGuardBase } from './cost-guard/cost-guard.processor';
 export type {
-  CostGuardLabels,
-  CostGuardStepResult,
-  FallbackModel,
   TokenCostControlOptions,
   TokenCostControlTripwireMetadata,
   TokenCostControlViolationDetail,
   TokenCostControlUsage,
   TokenCostControlBreakdownEntry,
-  CostGuardOptions,
+} from './cost-guard/cost-guard.processor';
+export type { CostGuardLabels } from './cost-guard/labels';
+export type { CostGuardOptions, CostScope, CostWindow, FallbackModel } from './cost-guard/options';
+export type {
   CostGuardTripwireMetadata,
   CostGuardViolationDetail,
   CostGuardViolation,
   CostGuardUsage,
   CostGuardBreakdownEntry,
+} from './cost-guard/outcomes';
+export type {
   CostGuardStepArgs,
+  CostGuardStepResult,
   CostGuardResponseArgs,
-  CostScope,
-  CostWindow,
   MastraShape,
-} from './cost-guard/cost-guard.processor';
+} from './cost-guard/mastra-args';
 export type { CostGuardStepReport } from './cost-guard/step-report';
 export {
   ObservabilityCostSource,

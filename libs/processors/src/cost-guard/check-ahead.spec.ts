@@ -2,7 +2,8 @@ import { text, toolMessage } from '../../test/support/messages';
 import { answer, finished, reserved, scriptedClient, stepArgs } from '../../test/support/guard-answers';
 import type { GuardCheckRequest, TollgateGuardClient } from '../tollgate/guard-client';
 import { aheadOf, CHECK_AHEAD_HOLD_MS, CHECK_AHEAD_TOKENS, covers } from './check-ahead';
-import { CostGuardProcessor, type CostGuardOptions } from './cost-guard.processor';
+import { CostGuardProcessor } from './cost-guard.processor';
+import type { CostGuardOptions } from './options';
 
 const declined = () => answer({ decision: 'deny', reason: 'tentative' });
 

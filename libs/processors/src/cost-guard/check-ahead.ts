@@ -1,23 +1,5 @@
-import type { GuardCheckRequest, GuardCheckResponse } from '../tollgate/guard-client';
-
-/**
- * A step's check sent while the step before it runs its tools: tentative (Tollgate reserves it
- * only when it fits with nothing to report, and logs nothing otherwise), sized for the messages
- * of the step before plus its answer and room for the tool results. The next step takes it when
- * its own estimate is no larger and nothing else about the check changed, and starts without
- * waiting on Tollgate; otherwise it is released and the step is checked as usual.
- */
-export interface CheckAhead {
-  /** The step it is for. */
-  stepNumber: number;
-  request: GuardCheckRequest;
-  /** Input tokens it holds for the tool results of the step before. */
-  roomTokens: number;
-  /** Undefined when the check failed (the step is then checked as usual). */
-  answer: Promise<GuardCheckResponse | undefined>;
-  /** Releases it when no step took it in time (a run that ended after its tools). */
-  timer?: ReturnType<typeof setTimeout>;
-}
+import type { GuardCheckRequest, GuardCheckResponse, TollgateGuardClient } from '../tollgate/guard-client';
+import type { CheckAhead, RunState } from './run-state';
 
 /** Input tokens a check ahead adds for the tool results, by default. */
 export const CHECK_AHEAD_TOKENS = 1_024;
@@ -65,4 +47,85 @@ export function fitsPlainly(response: GuardCheckResponse): boolean {
     response.warnings.length === 0 &&
     response.reservation !== undefined
   );
+}
+
+/**
+ * The checks ahead of one guard's runs: sent when a step ends with tool calls, taken by the next
+ * step when they hold what it asks, released otherwise (see the `checkAhead` option).
+ */
+export class ChecksAhead {
+  constructor(
+    private readonly client: TollgateGuardClient,
+    /** Releases a reservation (logged with `why` when that fails). */
+    private readonly release: (reservationId: string, why: string) => Promise<boolean>,
+    /** The `checkAheadTokens` option: input tokens a check ahead holds for tool results. */
+    private readonly roomTokens: number,
+  ) {}
+
+  /** Checks the step after `stepNumber` ahead of it, while this one runs its tools (see `checkAhead`). */
+  send(run: RunState, stepNumber: number, outputTokens: number): void {
+    const allowed = run.allowed;
+    // A client that cannot release would leave a check ahead no step took holding until it expires.
+    if (!allowed || allowed.stepNumber !== stepNumber || !this.client.guard.release) return;
+    this.drop(run);
+    const roomTokens = run.aheadRoom ?? this.roomTokens;
+    const request = aheadOf(allowed.request, `${run.runKey}:${stepNumber + 1}:ahead`, outputTokens, roomTokens);
+    let answer: Promise<GuardCheckResponse | undefined>;
+    try {
+      answer = this.client.guard.check(request, { busyDeadlineMs: 0 }).then(
+        (response) => response,
+        () => undefined,
+      );
+    } catch {
+      return; // a client that throws at once: the step is checked on its own
+    }
+    const ahead: CheckAhead = { stepNumber: stepNumber + 1, request, roomTokens, answer };
+    ahead.timer = setTimeout(() => run.ahead === ahead && this.drop(run), CHECK_AHEAD_HOLD_MS);
+    ahead.timer.unref?.();
+    run.ahead = ahead;
+  }
+
+  /**
+   * The answer of the check sent ahead of this step, when it holds what `own` asks and Tollgate
+   * took it; undefined otherwise (and a check ahead that holds something else is released).
+   */
+  take(run: RunState, stepNumber: number, own: GuardCheckRequest): Promise<GuardCheckResponse | undefined> | undefined {
+    const ahead = run.ahead;
+    if (!ahead) return undefined;
+    if (ahead.stepNumber !== stepNumber || !covers(ahead.request, own)) {
+      // Tool results longer than the room held: the run's next checks ahead hold what these took.
+      const took = own.estimate!.inputTokens - (ahead.request.estimate!.inputTokens - ahead.roomTokens);
+      if (took > ahead.roomTokens) run.aheadRoom = Math.ceil(took * 1.25);
+      this.drop(run);
+      return undefined;
+    }
+    run.ahead = undefined;
+    clearTimeout(ahead.timer);
+    return ahead.answer.then((response) => {
+      if (response && fitsPlainly(response)) return response;
+      this.releaseUntaken(run, response);
+      return undefined;
+    });
+  }
+
+  /** Drops the check ahead: once answered, its reservation (if any) is released. */
+  drop(run: RunState): void {
+    const ahead = run.ahead;
+    if (!ahead) return;
+    run.ahead = undefined;
+    clearTimeout(ahead.timer);
+    this.releaseUntaken(run, ahead.answer);
+  }
+
+  /** Releases what a check ahead no step took reserved; the run's drain waits for it. */
+  private releaseUntaken(
+    run: RunState,
+    answer: GuardCheckResponse | undefined | Promise<GuardCheckResponse | undefined>,
+  ): void {
+    const done = Promise.resolve(answer).then(async (response) => {
+      if (response?.reservation) await this.release(response.reservation.id, 'checked ahead and not taken');
+    });
+    run.inFlight.add(done);
+    void done.finally(() => run.inFlight.delete(done));
+  }
 }

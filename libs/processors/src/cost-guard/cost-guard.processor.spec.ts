@@ -11,7 +11,9 @@ import type {
   GuardWindow,
   TollgateGuardClient,
 } from '../tollgate/guard-client';
-import { CostGuardProcessor, type CostGuardOptions, type CostGuardStepArgs } from './cost-guard.processor';
+import { CostGuardProcessor } from './cost-guard.processor';
+import type { CostGuardStepArgs } from './mastra-args';
+import type { CostGuardOptions } from './options';
 
 const enc = getEncoding('o200k_base');
 const exact = (s: string) => enc.encode(s, [], []).length;

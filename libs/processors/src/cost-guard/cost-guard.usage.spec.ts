@@ -1,7 +1,8 @@
 import { RequestContext } from '@mastra/core/request-context';
 import { abort } from '../../test/support/messages';
 import { InMemoryTollgate } from '../../test/support/in-memory-tollgate';
-import { CostGuardProcessor, type CostGuardStepArgs } from './cost-guard.processor';
+import { CostGuardProcessor } from './cost-guard.processor';
+import type { CostGuardStepArgs } from './mastra-args';
 
 // What the guard records is Tollgate's usage whatever the model: AI SDK 5 passes each provider's
 // own meaning through, and an Anthropic step's input total leaves its cache out.

@@ -1,6 +1,6 @@
 import type { GuardScope, GuardWindow } from '../tollgate/guard-client';
 import { SCOPE_TABLE } from '../../../contracts/src/scopes';
-import type { CostGuardBreakdownEntry, CostGuardUsage } from './cost-guard.processor';
+import type { CostGuardBreakdownEntry, CostGuardUsage } from './outcomes';
 
 /** The observability store methods the seed-compatible mode calls (any Mastra store that has them). */
 export interface ObservabilityStoreShape {

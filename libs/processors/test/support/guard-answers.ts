@@ -5,7 +5,7 @@ import type {
   StepUsageEvent,
   TollgateGuardClient,
 } from '../../src/tollgate/guard-client';
-import type { CostGuardStepArgs } from '../../src/cost-guard/cost-guard.processor';
+import type { CostGuardStepArgs } from '../../src/cost-guard/mastra-args';
 import { abort } from './messages';
 
 /** A guard answer: allow with nothing found, unless `over` says otherwise. */
