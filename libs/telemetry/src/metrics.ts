@@ -8,6 +8,11 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'tollgate_' });
+// prom-client's defaults include three gauges named like counters (`…_total`), which Prometheus
+// tooling takes for counters (`promtool check metrics` reports them): each is the sum over `type` of
+// the gauge of the same name without `_total` (`sum(tollgate_nodejs_active_handles)`), so they go.
+for (const gauge of ['handles', 'requests', 'resources'])
+  metricsRegistry.removeSingleMetric(`tollgate_nodejs_active_${gauge}_total`);
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
