@@ -1,6 +1,6 @@
 import { DIMENSION_TABLE_COLUMNS, dimensionsOf } from '../dimensions';
+import { GRANULARITY_MS, type Granularity } from '../granularity';
 import { METRIC_EVENT_TYPE, metricRecordsOf, type EventRow } from '../metric-names';
-import { GRANULARITY_MS, type Granularity } from '../query/time-cover';
 import { DecimalSum } from './decimal-sum';
 
 export interface RollupCell {

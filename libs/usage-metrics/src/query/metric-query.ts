@@ -1,7 +1,8 @@
 import { dimensionOf } from '../dimensions';
+import { GRANULARITY_MS, type Granularity } from '../granularity';
 import type { MetricsFilter } from '../mastra-contract';
 import { METRIC_BY_NAME } from '../metric-names';
-import { GRANULARITY_MS, type Granularity, type Range } from './time-cover';
+import type { Range } from './time-cover';
 
 /** A field to group by or count distinct values of, and where its values live. */
 export interface FieldRef {

@@ -1,4 +1,5 @@
-import { coverRange, GRANULARITY_MS, type Range, type TimeCover } from './time-cover';
+import { GRANULARITY_MS } from '../granularity';
+import { coverRange, type Range, type TimeCover } from './time-cover';
 
 const t = (iso: string) => Date.parse(iso);
 

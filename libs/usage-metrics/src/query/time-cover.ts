@@ -1,6 +1,4 @@
-/** Bucket sizes of the rollups, in ms (UTC, aligned on the epoch). */
-export const GRANULARITY_MS = { d: 86_400_000, h: 3_600_000, m: 60_000 } as const;
-export type Granularity = keyof typeof GRANULARITY_MS;
+import { GRANULARITY_MS, type Granularity } from '../granularity';
 
 /** A half-open range [from, to) in epoch ms; null is unbounded. */
 export interface Range {
