@@ -7,7 +7,7 @@ import {
   putExporterResponse,
   replayResponse,
   retryResponse,
-} from '../../libs/exporters/src/config/exporter-settings';
+} from '../../libs/exporters/src/exporter/exporter-settings';
 import { call, createProject, stepEvent, type TestProject } from '../support/http';
 import type { RunningService } from '../support/service';
 import {

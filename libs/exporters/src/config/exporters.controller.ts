@@ -12,7 +12,7 @@ import {
   replaySchema,
   retryResponse,
   type PutExporter,
-} from './exporter-settings';
+} from '../exporter/exporter-settings';
 import { ExportersService } from './exporters.service';
 
 const namePipe = new ZodPipe(exporterNameSchema, 'name');

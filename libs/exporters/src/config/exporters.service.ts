@@ -13,10 +13,10 @@ import {
   type BatchRow,
 } from '../delivery/export-state.sql';
 import { Destinations } from '../destination/destinations';
+import { recordOf, type ExporterRecord } from '../exporter/exporter-record';
+import { DEFAULT_TIMEOUT_MS, destinationField, splitSecrets, type PutExporter } from '../exporter/exporter-settings';
+import { SecretBox } from '../exporter/secret-box';
 import { tracesUrl } from '../wire/otlp';
-import { recordOf, type ExporterRecord } from './exporter-record';
-import { DEFAULT_TIMEOUT_MS, destinationField, splitSecrets, type PutExporter } from './exporter-settings';
-import { SecretBox } from './secret-box';
 
 /** Exporter configuration and operations, as the API offers them. */
 @Injectable()

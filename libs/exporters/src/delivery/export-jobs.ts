@@ -2,7 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import { addJob, type JobInput } from '@tollgate/platform';
 import type { Queue } from 'bullmq';
-import type { ExporterRecord } from '../config/exporter-record';
+import type { ExporterRecord } from '../exporter/exporter-record';
 
 /** Name of the custom BullMQ backoff strategy the exports worker registers. */
 export const EXPORT_BACKOFF = 'exporter-jitter';

@@ -4,10 +4,10 @@ import { exporterBatches, exporterBatchLatency, exporterEvents } from '@tollgate
 import { Config } from '@tollgate/platform';
 import { UnrecoverableError } from 'bullmq';
 import { randomBytes } from 'node:crypto';
-import { recordOf, typesOf, type ExporterRecord } from '../config/exporter-record';
-import type { ExporterSecrets } from '../config/exporter-settings';
-import { SecretBox, SecretKeyError } from '../config/secret-box';
 import { Destinations } from '../destination/destinations';
+import { recordOf, typesOf, type ExporterRecord } from '../exporter/exporter-record';
+import type { ExporterSecrets } from '../exporter/exporter-settings';
+import { SecretBox, SecretKeyError } from '../exporter/secret-box';
 import { toOtlpTraces, tracesUrl } from '../wire/otlp';
 import { slackMessage } from '../wire/slack';
 import { webhookRequest } from '../wire/webhook';

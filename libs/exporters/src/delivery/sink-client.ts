@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { DestinationRefused } from '../destination/destination-policy';
 import { unbracket } from '../destination/ip-address';
 import { UnresolvedHost, type Destinations } from '../destination/destinations';
+import { isReservedHeader } from '../wire/reserved-headers';
 import { isPermanentStatus, SinkError } from './sink-error';
 
 /** The most of a receiver's answer that is read (and discarded); past it the connection is cut. */
@@ -19,23 +20,6 @@ export const NO_ANSWER = 'no answer from the receiver (connection failed, was cl
 // Sockets are pooled by the IP connected to (and the TLS server name): a reused socket goes to
 // an address that was checked when it was opened.
 const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
-
-/** Headers that frame the request or route it: the sender sets them, never an exporter's configuration. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'proxy-authorization',
-  'proxy-connection',
-]);
-
-export const isReservedHeader = (name: string) => RESERVED_HEADERS.has(name.toLowerCase());
 
 function reasonOf(status: number): string {
   if (status >= 300 && status < 400) return 'a redirect, which exporters do not follow';

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { STEP_EVENT_TYPE } from '../config/exporter-settings';
-import { REPRICED_EVENT_TYPE, type WireEvent } from './wire-event';
+import { REPRICED_EVENT_TYPE, STEP_EVENT_TYPE, type WireEvent } from './wire-event';
 
 /** OTLP/JSON AnyValue (int64 as a decimal string, as the protobuf JSON mapping writes it). */
 type AnyValue =

@@ -10,6 +10,8 @@ export interface WireCost {
   priceId: string | null;
 }
 
+/** The event type of a step's usage. */
+export const STEP_EVENT_TYPE = 'StepUsageRecorded';
 /** The event type of a correction of a stored step's cost (see `repriced`). */
 export const REPRICED_EVENT_TYPE = 'StepRepriced';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { isoInstantSchema, shortText } from '@tollgate/contracts';
-import { isReservedHeader } from '../delivery/sink-client';
-import { REPRICED_EVENT_TYPE } from '../wire/wire-event';
+import { isReservedHeader } from '../wire/reserved-headers';
 import { ALERT_EVENT_TYPES, SLACK_MAX_EVENTS } from '../wire/slack';
+import { REPRICED_EVENT_TYPE, STEP_EVENT_TYPE } from '../wire/wire-event';
 
 export const EXPORTER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const exporterNameSchema = z
@@ -63,7 +63,6 @@ const common = {
   startFrom: z.enum(['now', 'beginning']).default('now'),
 };
 
-export const STEP_EVENT_TYPE = 'StepUsageRecorded';
 /** What a sink gets by default: each step, and each correction of a step's cost (see wire-event.ts). */
 export const DEFAULT_EVENT_TYPES = [STEP_EVENT_TYPE, REPRICED_EVENT_TYPE];
 
