@@ -15,6 +15,8 @@ import {
   type AppConfig,
 } from '@tollgate/platform';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ApiFeaturesModule } from './api.module';
 
 @Module({})
@@ -49,6 +51,7 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     },
     trustProxy: trustedProxies(config.TRUST_PROXY),
     logger: false,
+    clientErrorHandler: answerClientError,
   });
   const logger = createLogger(config.LOG_LEVEL);
   const app = await NestFactory.create<NestFastifyApplication>(
@@ -96,6 +99,27 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     done();
   });
   return app;
+}
+
+/**
+ * What the HTTP server answers itself, before any route, when a request cannot be read: in the error
+ * body every route answers (`{ statusCode, code, message }`, as documented), not Fastify's own.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has no one to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', "The request's headers and body did not all arrive in time (HTTP_REQUEST_TIMEOUT_MS)"]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request headers are too large']
+        : [400, 'validation_failed', 'The request is not valid HTTP'];
+  const body = JSON.stringify({ statusCode: status, code, message });
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(err);
 }
 
 /** TRUST_PROXY as Fastify takes it: a hop count, or the addresses and CIDRs of the proxies. */

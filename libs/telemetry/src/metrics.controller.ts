@@ -28,6 +28,7 @@ export class MetricsController {
   @Documented({
     summary: 'Service metrics in Prometheus text format (METRICS_TOKEN as a bearer token when set)',
     tag: 'operations',
+    auth: 'metrics-token',
     response: METRICS_RESPONSE,
     responseMediaType: metricsRegistry.contentType,
   })

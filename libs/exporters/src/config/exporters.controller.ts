@@ -31,6 +31,7 @@ export class ExportersController {
     summary: 'Create or replace an exporter (webhook or otlp); secrets are stored encrypted and never returned',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['conflict', 'not_configured'],
     body: putExporterSchema,
     response: putExporterResponse,
   })
@@ -58,6 +59,7 @@ export class ExportersController {
     summary: 'An exporter: settings (without secrets), status and pause reason, checkpoint, lag, dead letters',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: exporterResponse,
   })
   get(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
@@ -66,7 +68,12 @@ export class ExportersController {
 
   @Delete(':name')
   @HttpCode(204)
-  @Documented({ summary: 'Delete an exporter, its checkpoint and its dead letters', tag: 'exporters', auth: 'admin' })
+  @Documented({
+    summary: 'Delete an exporter, its checkpoint and its dead letters',
+    tag: 'exporters',
+    auth: 'admin',
+    errors: ['not_found'],
+  })
   async delete(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
     await this.exporters.delete(p.projectId, name);
   }
@@ -77,6 +84,7 @@ export class ExportersController {
     summary: 'Re-send history: move the checkpoint back to fromPosition or fromTime (never forward)',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     body: replaySchema,
     response: replayResponse,
   })
@@ -96,6 +104,7 @@ export class ExportersController {
     summary: 'Pause an exporter (events wait in the log)',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: exporterResponse,
   })
   pause(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
@@ -108,6 +117,7 @@ export class ExportersController {
     summary: 'Resume a paused exporter where it stopped',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: exporterResponse,
   })
   resume(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
@@ -119,6 +129,7 @@ export class ExportersController {
     summary: 'Batches that failed for good (and those being retried), with their last error',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: deadLettersResponse,
   })
   deadLetters(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
@@ -131,6 +142,7 @@ export class ExportersController {
     summary: 'Send every dead-lettered batch again',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: retryResponse,
   })
   retryAll(@CurrentPrincipal() p: Principal, @Param('name', namePipe) name: string) {
@@ -143,6 +155,7 @@ export class ExportersController {
     summary: 'Send one dead-lettered batch again',
     tag: 'exporters',
     auth: 'admin',
+    errors: ['not_found'],
     response: retryResponse,
   })
   retryOne(

@@ -37,6 +37,7 @@ export class EstimateController {
     summary: 'What a step would cost before making it, priced as the guard would reserve it',
     tag: 'guard',
     auth: 'guard',
+    errors: ['not_found'],
     body: estimateRequestSchema,
     response: estimateResponseSchema,
   })

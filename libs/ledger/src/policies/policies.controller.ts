@@ -70,7 +70,7 @@ export class PoliciesController {
   @Delete(':name')
   @HttpCode(204)
   @RequireScope('admin')
-  @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin' })
+  @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin', errors: ['not_found'] })
   async remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
     if (!(await this.policies.remove(principal.projectId, name)))
       throw new AppError('not_found', `No policy ${name} in this project`, 'name');

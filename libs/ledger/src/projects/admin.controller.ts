@@ -25,6 +25,7 @@ export class AdminController {
     summary: 'Create a project',
     tag: 'admin',
     auth: 'admin-token',
+    errors: ['conflict'],
     body: createProjectSchema,
     response: projectResponse,
   })
@@ -37,6 +38,7 @@ export class AdminController {
     summary: "Change a project's money settings: cost unit, exchange rates, what unpriced steps cost",
     tag: 'admin',
     auth: 'admin-token',
+    errors: ['not_found'],
     body: projectSettingsSchema,
     response: projectResponse,
   })
@@ -52,6 +54,7 @@ export class AdminController {
     summary: 'Create an API key for a project (the key is shown once)',
     tag: 'admin',
     auth: 'admin-token',
+    errors: ['not_found'],
     body: createKeySchema,
     response: keyResponse,
   })
@@ -78,6 +81,7 @@ export class AdminController {
     summary: 'Revoke a key; it stops working at once',
     tag: 'admin',
     auth: 'admin-token',
+    errors: ['not_found'],
     response: keyRevokedResponse,
   })
   revokeKey(

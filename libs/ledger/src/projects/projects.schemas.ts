@@ -93,5 +93,6 @@ export const keyResponse = z.object({
   projectId: z.string(),
   key: z.string().describe('Shown once; only its hash is stored'),
   scopes: z.array(z.string()),
+  name: z.string().nullable().describe('The name given at creation'),
   createdAt: z.string(),
 });

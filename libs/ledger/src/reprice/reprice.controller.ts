@@ -17,6 +17,7 @@ export class RepriceController {
       'Recompute the cost of stored steps in a time range with the prices in force at each step, appending a StepRepriced correction per changed step',
     tag: 'prices',
     auth: 'admin',
+    errors: ['not_found'],
     body: repriceSchema,
     response: repriceResponse,
   })

@@ -116,6 +116,7 @@ export class GuardController {
     summary: 'May this step run within the budgets of its scopes? Optionally reserve its estimate.',
     tag: 'guard',
     auth: 'guard',
+    errors: ['conflict'],
     body: guardCheckRequestSchema,
     response: guardCheckResponseSchema,
   })
@@ -130,6 +131,7 @@ export class GuardController {
     summary: 'Release a reservation (idempotent); its budget is free at once',
     tag: 'guard',
     auth: 'guard',
+    errors: ['not_found'],
     response: releaseResponse,
   })
   release(
