@@ -8,6 +8,7 @@ export type {
   AggregationType,
   AggregationInterval,
   ComparePeriod,
+  DistinctColumn,
   MetricsFilter,
   MetricAggregateRequest,
   MetricAggregateResponse,

@@ -10,6 +10,23 @@ export type AggregationInterval = '1m' | '5m' | '15m' | '1h' | '1d';
 /** Period an aggregate is compared with. */
 export type ComparePeriod = 'previous_period' | 'previous_day' | 'previous_week';
 
+/** The columns `count_distinct` counts (the service refuses any other with 400). */
+export type DistinctColumn =
+  | 'entityType'
+  | 'entityName'
+  | 'parentEntityType'
+  | 'parentEntityName'
+  | 'rootEntityType'
+  | 'rootEntityName'
+  | 'name'
+  | 'provider'
+  | 'model'
+  | 'environment'
+  | 'executionSource'
+  | 'serviceName'
+  | 'threadId'
+  | 'resourceId';
+
 /** Filters shared by every metric query; a timestamp may be a Date or an ISO string. */
 export interface MetricsFilter {
   timestamp?: { start?: Date | string; end?: Date | string; startExclusive?: boolean; endExclusive?: boolean };
@@ -51,7 +68,7 @@ export interface MetricAggregateRequest {
   name: string[];
   aggregation: AggregationType;
   /** Column counted by `count_distinct`. */
-  distinctColumn?: string;
+  distinctColumn?: DistinctColumn;
   filters?: MetricsFilter;
   comparePeriod?: ComparePeriod;
 }
@@ -77,7 +94,7 @@ export interface MetricBreakdownRequest {
   /** Dimensions, e.g. `['provider', 'model']`. */
   groupBy: string[];
   aggregation: AggregationType;
-  distinctColumn?: string;
+  distinctColumn?: DistinctColumn;
   filters?: MetricsFilter;
   limit?: number;
   orderDirection?: 'ASC' | 'DESC';
@@ -101,7 +118,7 @@ export interface MetricTimeSeriesRequest {
   name: string[];
   interval: AggregationInterval;
   aggregation: AggregationType;
-  distinctColumn?: string;
+  distinctColumn?: DistinctColumn;
   filters?: MetricsFilter;
   groupBy?: string[];
 }
