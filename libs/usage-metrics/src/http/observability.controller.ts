@@ -166,7 +166,14 @@ export class ObservabilityController {
   }
 
   @Get('discovery/entity-types')
-  @Documented({ summary: 'getEntityTypes', tag: TAG, auth: 'read', response: entityTypesResponseSchema })
+  @Documented({
+    summary: 'getEntityTypes',
+    tag: TAG,
+    auth: 'read',
+    // No parameter, and one given is refused with 400.
+    query: noQuerySchema,
+    response: entityTypesResponseSchema,
+  })
   async entityTypes(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
@@ -192,7 +199,14 @@ export class ObservabilityController {
   }
 
   @Get('discovery/service-names')
-  @Documented({ summary: 'getServiceNames', tag: TAG, auth: 'read', response: serviceNamesResponseSchema })
+  @Documented({
+    summary: 'getServiceNames',
+    tag: TAG,
+    auth: 'read',
+    // No parameter, and one given is refused with 400.
+    query: noQuerySchema,
+    response: serviceNamesResponseSchema,
+  })
   async serviceNames(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
@@ -202,7 +216,14 @@ export class ObservabilityController {
   }
 
   @Get('discovery/environments')
-  @Documented({ summary: 'getEnvironments', tag: TAG, auth: 'read', response: environmentsResponseSchema })
+  @Documented({
+    summary: 'getEnvironments',
+    tag: TAG,
+    auth: 'read',
+    // No parameter, and one given is refused with 400.
+    query: noQuerySchema,
+    response: environmentsResponseSchema,
+  })
   async environments(
     @CurrentPrincipal() p: Principal,
     @Query(new ZodPipe(noQuerySchema)) _q: unknown,
