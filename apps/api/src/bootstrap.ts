@@ -10,6 +10,7 @@ import {
   IngestAdmission,
   PlatformModule,
   redactUrl,
+  refuseWhileClosing,
   strictJsonParser,
   useLeanAsyncResourceBind,
   type AppConfig,
@@ -41,7 +42,8 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
     // Reject a JSON body with __proto__ or constructor.prototype instead of silently keeping it.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    return503OnClosing: true,
+    // A request that arrives while the instance closes is refused by refuseWhileClosing, in the documented error body.
+    return503OnClosing: false,
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     http: {
       headersTimeout: Math.min(60_000, config.HTTP_REQUEST_TIMEOUT_MS),
@@ -69,6 +71,7 @@ export async function createApiApp(config: AppConfig, extraFeatures: Type[] = []
   // (Nest's own body parsers are off, so no urlencoded parser is registered).
   fastify.removeContentTypeParser('text/plain');
   fastify.removeContentTypeParser('application/json');
+  refuseWhileClosing(fastify);
   securityHeaders(fastify);
   fastify.addContentTypeParser(
     'application/json',

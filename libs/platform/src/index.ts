@@ -23,6 +23,7 @@ export { ZodPipe } from './http/zod.pipe';
 export { Documented, buildOpenApi } from './http/documented';
 export { Clock } from './clock';
 export { strictJsonParser } from './http/json-body';
+export { refuseWhileClosing } from './http/refuse-while-closing';
 export { useLeanAsyncResourceBind } from './http/lean-async-bind';
 export { IngestAdmission } from './rate-limit/ingest-admission';
 export { Caches } from './caches';
