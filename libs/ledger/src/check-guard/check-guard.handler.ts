@@ -3,15 +3,15 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { GuardCheckRequest, GuardCheckResponse } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { Clock, Config, isBusy, isUnavailable } from '@tollgate/platform';
-// The metric objects only: the observability module itself listens to the ledger's events.
+// The metric objects only: the Prometheus module itself listens to the ledger's events.
 import { guardDecisions, guardLatency, guardUsageReads } from '@tollgate/telemetry/metrics';
 import { appendSystemEvents } from '../append-events/append-system-events.sql';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
+import { decideInOrder, type UsageTotals } from '../budgets/guard-decision';
 import { busy, respond, unavailable } from './answers';
 import { BatchCommit } from './batching/batch-commit';
 import { CoalescedReads } from './batching/coalesced-reads';
 import { CheckGuard } from './check-guard.command';
-import { decideInOrder, type UsageTotals } from './decision/guard-decision';
 import { CheckLoader, decisionContext, type LoadedCheck } from './loaded-check';
 import { guardRead, type UsageRequest } from './sql/read-scope-usage.sql';
 

@@ -2,10 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { GuardCheckResponse } from '@tollgate/contracts';
 import { EventPartitions, INDEX_PLANS, PrismaService, withIndexPlans, type TxSql } from '@tollgate/database';
 import { Clock, Config } from '@tollgate/platform';
-// The metric objects only: the observability module itself listens to the ledger's events.
+// The metric objects only: the Prometheus module itself listens to the ledger's events.
 import { guardCommits, guardQueueDepth, guardUsageReads } from '@tollgate/telemetry/metrics';
 import { BudgetAlerts } from '../../budget-alerts/budget-alerts';
-import { reservedResponse, respond, retried, type CheckResult } from '../answers';
 import {
   cloneUsage,
   decideInOrder,
@@ -14,8 +13,9 @@ import {
   type CheckOutcome,
   type NewReservation,
   type UsageTotals,
-} from '../decision/guard-decision';
-import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, withinBound } from '../decision/usage-bounds';
+} from '../../budgets/guard-decision';
+import { boundOf, decidesWithinBounds, loosestBounds, stepRoom, withinBound } from '../../budgets/usage-bounds';
+import { reservedResponse, respond, retried, type CheckResult } from '../answers';
 import { decisionContext, dedupe, readKey, stepIdOf, withLastHours, type LoadedCheck } from '../loaded-check';
 import {
   existingByStep,
