@@ -2,16 +2,16 @@ import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import { StepUsageRecorded, type IngestResponse, type IngestResult } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { Clock, Config } from '@tollgate/platform';
+import { reservationsExceeded, zeroCostSteps } from '@tollgate/telemetry/metrics';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import { priceStep } from '../pricing/price-step';
+import { readReservationContexts } from '../reservations/release-reservation.sql';
+import { scopeKeysOf } from '../budgets/effective-limits';
+import { BudgetAlerts } from '../budget-alerts/budget-alerts';
+import { stepContributions } from '../budget-alerts/step-contributions';
 import { AppendEvents } from './append-events.command';
 import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
-import { readReservationContexts } from '../reservations/release-reservation.sql';
-import { scopeKeysOf } from '../check-guard/decision/effective-limits';
-import { reservationsExceeded, zeroCostSteps } from '@tollgate/telemetry/metrics';
-import { BudgetAlerts } from '../budget-alerts/budget-alerts';
-import { stepContributions } from '../budget-alerts/step-contributions';
 
 @CommandHandler(AppendEvents)
 export class AppendEventsHandler implements ICommandHandler<AppendEvents, IngestResponse> {

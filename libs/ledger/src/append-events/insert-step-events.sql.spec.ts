@@ -3,7 +3,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
-import { newReservation } from '../check-guard/decision/new-reservation.fixture';
+import { newReservation } from '../budgets/new-reservation.fixture';
 import { priceStep } from '../pricing/price-step';
 import { readExceededReservations } from '../reservations/exceeded.sql';
 import { closeReservations } from '../reservations/release-reservation.sql';

@@ -8,12 +8,12 @@ import {
   type Scope,
   type Window,
 } from '@tollgate/contracts';
-import { scopeIdOf } from '../check-guard/decision/effective-limits';
 import { createHash } from 'node:crypto';
+import { scopeIdOf } from '../budgets/effective-limits';
 import { systemEventId, type BudgetThresholdCrossed } from '../events';
-import type { UsageTotals } from '../check-guard/decision/guard-decision';
-import { convertMicros, type UnitRates } from '../check-guard/decision/money';
-import type { StoredPolicy } from '../project-settings/project-settings.sql';
+import type { UsageTotals } from '../budgets/guard-decision';
+import { convertMicros, type UnitRates } from '../budgets/money';
+import type { StoredPolicy } from '../budgets/stored-policy';
 
 const MICRO = 1_000_000;
 

@@ -3,10 +3,11 @@ import type { GuardCheckRequest, GuardFinding, Scope } from '@tollgate/contracts
 import { CACHE_CHANNELS, notifySql, PrismaService, type Sql } from '@tollgate/database';
 import { alertsFired } from '@tollgate/telemetry/metrics';
 import { Clock } from '@tollgate/platform';
+import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { readScopeUsage, type UsageRequest } from '../check-guard/sql/read-scope-usage.sql';
-import type { UsageTotals } from '../check-guard/decision/guard-decision';
+import type { UsageTotals } from '../budgets/guard-decision';
 import { readCounterBounds } from './counter-bounds.sql';
 import {
   alertingScopes,
@@ -28,7 +29,6 @@ import {
   writeAlertOutcome,
   type Exhaustion,
 } from './alert-state.sql';
-import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
 
 /** Bounds an alerting commit's lock waits and statements (64 agents on one scope take turns). */
 const COMMIT_TIMEOUT_MS = 30_000;

@@ -3,7 +3,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
-import { emptyUsage, type UsageTotals } from '../check-guard/decision/guard-decision';
+import { emptyUsage, type UsageTotals } from '../budgets/guard-decision';
 import type { PricedCost } from '../pricing/price-step';
 import { readCounterBounds } from './counter-bounds.sql';
 

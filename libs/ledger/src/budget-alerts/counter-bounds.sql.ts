@@ -1,7 +1,7 @@
 import { timestampText, type Sql } from '@tollgate/database';
-import { emptyUsage, usageKey, type UsageTotals } from '../check-guard/decision/guard-decision';
+import { emptyUsage, usageKey, type UsageTotals } from '../budgets/guard-decision';
 import type { UsageRequest } from '../check-guard/sql/read-scope-usage.sql';
-import { planWindow } from '../check-guard/decision/windows';
+import { planWindow } from '../budgets/windows';
 
 const HOUR = 3600_000;
 

@@ -1,5 +1,5 @@
 import type { Sql } from '@tollgate/database';
-import { scopeKeysOf } from '../check-guard/decision/effective-limits';
+import { scopeKeysOf } from '../budgets/effective-limits';
 import type { CorrectionRow } from '../reprice/append-repriced-steps.sql';
 import type { StepContribution } from './alert-decision';
 

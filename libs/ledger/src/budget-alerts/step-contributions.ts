@@ -1,5 +1,5 @@
 import type { StepRow, StoredStep } from '../append-events/insert-step-events.sql';
-import { scopeKeysOf } from '../check-guard/decision/effective-limits';
+import { scopeKeysOf } from '../budgets/effective-limits';
 import type { StepContribution } from './alert-decision';
 
 /** What the stored steps of a batch (duplicates left out) added to their scopes, in batch order. */

@@ -1,6 +1,5 @@
 import type { GuardCheckResponse } from '@tollgate/contracts';
 import { AppError } from '@tollgate/platform';
-import { forecastOf } from '../forecast/forecast';
 import {
   emptyUsage,
   estimateView,
@@ -9,7 +8,8 @@ import {
   type CheckOutcome,
   type NewReservation,
   type UsageTotals,
-} from './decision/guard-decision';
+} from '../budgets/guard-decision';
+import { forecastOf } from '../forecast/forecast';
 import { readKey, stepIdOf, type LoadedCheck } from './loaded-check';
 import type { ExistingReservation } from './sql/guard-batch.sql';
 import type { UsageRequest } from './sql/read-scope-usage.sql';

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { StepPricer } from '../estimate/step-pricer';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { effectiveLimits, scopeKeysOf, shrinkOf } from './decision/effective-limits';
-import { usageKey, type CheckCase, type EffectiveLimit } from './decision/guard-decision';
+import { effectiveLimits, scopeKeysOf, shrinkOf } from '../budgets/effective-limits';
+import { usageKey, type CheckCase, type EffectiveLimit } from '../budgets/guard-decision';
 import type { UsageRequest } from './sql/read-scope-usage.sql';
 
 /** A check, loaded and priced, ready to be decided. */

@@ -15,7 +15,7 @@ import {
   ZodPipe,
   type Principal,
 } from '@tollgate/platform';
-import { estimateView } from '../check-guard/decision/guard-decision';
+import { estimateView } from '../budgets/guard-decision';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import { catalogTier, CATALOG_PRICE_PREFIX } from '../pricing/price-step';
 import { countMessageTokens } from './count-tokens';

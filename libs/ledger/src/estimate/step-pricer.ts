@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { GuardEstimate } from '@tollgate/contracts';
 import { PrismaService } from '@tollgate/database';
-import { heldInputTokens, marginFromBins } from '../check-guard/decision/estimate-margins';
-import { readEstimateRatios } from '../check-guard/sql/guard-batch.sql';
-import type { StepEstimate } from '../check-guard/decision/guard-decision';
+import type { StepEstimate } from '../budgets/guard-decision';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { normalizeModel, normalizeProvider, priceStep } from '../pricing/price-step';
+import { heldInputTokens, marginFromBins } from './estimate-margins';
+import { readEstimateRatios } from './estimate-ratios.sql';
 
 /** How long a learned margin is used before settlements are read again. */
 const MARGIN_TTL_MS = 10_000;

@@ -1,5 +1,5 @@
-import type { EffectiveLimit } from '../check-guard/decision/guard-decision';
-import { emptyUsage } from '../check-guard/decision/guard-decision';
+import type { EffectiveLimit } from '../budgets/guard-decision';
+import { emptyUsage } from '../budgets/guard-decision';
 import { forecastOf } from './forecast';
 
 const asOf = new Date('2026-06-10T12:00:00.000Z');

@@ -1,6 +1,6 @@
 import { WINDOW_MS, type UsageForecast, type Window } from '@tollgate/contracts';
-import type { EffectiveLimit, UsageTotals } from '../check-guard/decision/guard-decision';
-import { convertMicros, type UnitRates } from '../check-guard/decision/money';
+import type { EffectiveLimit, UsageTotals } from '../budgets/guard-decision';
+import { convertMicros, type UnitRates } from '../budgets/money';
 
 const HOUR = 3600_000;
 const MICRO = 1_000_000;

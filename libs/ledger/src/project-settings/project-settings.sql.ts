@@ -1,25 +1,7 @@
 import type { Sql } from '@tollgate/database';
 import type { PriceOverrideRate } from '../pricing/price-step';
-import type { FallbackRate, GuardSettings } from '../check-guard/decision/guard-decision';
-
-export interface StoredPolicy {
-  name: string;
-  scope: string;
-  window: string;
-  max_cost_micros: number | null;
-  max_total_tokens: number | null;
-  max_input_tokens: number | null;
-  max_output_tokens: number | null;
-  warn_at_percent: number | null;
-  strategy: 'block' | 'warn';
-  /** null: as the request says. */
-  on_exceed?: 'block' | 'shrink' | null;
-  entity_name: string | null;
-  cost_unit: string | null;
-  /** Alert thresholds, percent of the limits (null or empty: none). */
-  alerts: number[] | null;
-  alert_hysteresis: number | null;
-}
+import type { FallbackRate, GuardSettings } from '../budgets/guard-decision';
+import type { StoredPolicy } from '../budgets/stored-policy';
 
 export interface ProjectSettings extends GuardSettings {
   /** Days back this project accepts events; null: the operator's INGEST_MAX_AGE_DAYS. */

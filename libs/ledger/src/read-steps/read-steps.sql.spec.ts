@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { insertPricedSteps } from '../append-events/priced-steps.fixture';
 import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
-import { newReservation } from '../check-guard/decision/new-reservation.fixture';
+import { newReservation } from '../budgets/new-reservation.fixture';
 import { readLatency, readRun, readSteps, type StepFilter } from './read-steps.sql';
 
 describe('readSteps, readRun, readLatency (real PostgreSQL)', () => {

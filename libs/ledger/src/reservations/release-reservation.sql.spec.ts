@@ -2,7 +2,7 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
-import { newReservation } from '../check-guard/decision/new-reservation.fixture';
+import { newReservation } from '../budgets/new-reservation.fixture';
 import { closeReservations, readReservation, readReservationContexts } from './release-reservation.sql';
 import { ReservationsService } from './reservations.service';
 

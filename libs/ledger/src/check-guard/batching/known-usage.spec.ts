@@ -1,4 +1,4 @@
-import { emptyUsage } from '../decision/guard-decision';
+import { emptyUsage } from '../../budgets/guard-decision';
 import { KnownUsage } from './known-usage';
 
 describe('KnownUsage', () => {

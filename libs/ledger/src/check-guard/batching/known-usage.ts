@@ -1,4 +1,4 @@
-import { cloneUsage, emptyUsage, type UsageTotals } from '../decision/guard-decision';
+import { cloneUsage, emptyUsage, type UsageTotals } from '../../budgets/guard-decision';
 
 /** The most commits a key that keeps missing waits before it is guessed again. */
 const MAX_WAIT = 64;

@@ -3,17 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../../../../../test/support/env';
 import { systemEventId, type SystemEvent } from '../../events';
+import type { NewReservation } from '../../budgets/guard-decision';
+import { newReservation } from '../../budgets/new-reservation.fixture';
 import {
   existingByStep,
   lockScopesStatements,
   stepReservationsStatement,
-  readEstimateRatios,
   readExistingReservations,
   scopeLockId,
   writeGuardOutcome,
 } from './guard-batch.sql';
-import type { NewReservation } from '../decision/guard-decision';
-import { newReservation } from '../decision/new-reservation.fixture';
 
 describe('guard batch statements (real PostgreSQL)', () => {
   const prisma = new PrismaService(TEST_DATABASE_URL, 4);
@@ -181,20 +180,5 @@ describe('guard batch statements (real PostgreSQL)', () => {
     expect(await readExistingReservations(prisma, project, ['step-1', 'step-9'])).toEqual(
       new Map([['step-1', expect.objectContaining({ id: first.id, status: 'open', cost_micros: '4500' })]]),
     );
-  });
-
-  it('readEstimateRatios reads one model’s histogram of one project', async () => {
-    const project = `p-${randomUUID()}`;
-    await prisma.sql.query(
-      `INSERT INTO estimate_ratio_bins (project_id, provider, model, bin, n) VALUES ($1, 'anthropic', 'claude', 16, 7), ($1, 'anthropic', 'claude', 17, 2), ($1, 'openai', 'gpt-4o', 10, 5)`,
-      project,
-    );
-    expect(await readEstimateRatios(prisma.sql, project, 'anthropic', 'claude')).toEqual(
-      new Map([
-        [16, 7],
-        [17, 2],
-      ]),
-    );
-    expect(await readEstimateRatios(prisma.sql, `other-${project}`, 'anthropic', 'claude')).toEqual(new Map());
   });
 });

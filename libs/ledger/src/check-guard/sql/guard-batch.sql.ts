@@ -17,7 +17,7 @@ import {
 } from '../../append-events/append-system-events.sql';
 import type { SystemEvent } from '../../events';
 import { heldColumns, holdTotalsSql } from '../../reservations/hold-totals.sql';
-import type { NewReservation } from '../decision/guard-decision';
+import type { NewReservation } from '../../budgets/guard-decision';
 
 /** An open reservation a retried check gets back (or the state that makes the retry a conflict). */
 export interface ExistingReservation {
@@ -247,20 +247,4 @@ function outcomeParams(
     projectId,
     JSON.stringify(events.map(eventRecord)),
   ];
-}
-
-/** Histogram of actual ÷ estimated input tokens for one provider and model (see estimate-margins.ts). */
-export async function readEstimateRatios(
-  db: Sql,
-  projectId: string,
-  provider: string,
-  model: string,
-): Promise<Map<number, number>> {
-  const rows = await db.query<{ bin: number; n: string }>(
-    'SELECT bin, n::text AS n FROM estimate_ratio_bins WHERE project_id = $1 AND provider = $2 AND model = $3',
-    projectId,
-    provider,
-    model,
-  );
-  return new Map(rows.map((r) => [Number(r.bin), Number(r.n)]));
 }

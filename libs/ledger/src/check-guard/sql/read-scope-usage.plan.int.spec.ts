@@ -4,9 +4,9 @@ import { ownDatabase } from '../../../../../test/support/own-database';
 import { insertStepEvents } from '../../append-events/insert-step-events.sql';
 import { priceStep } from '../../pricing/price-step';
 import { closeReservations } from '../../reservations/release-reservation.sql';
-import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
-import { newReservation } from '../decision/new-reservation.fixture';
+import { newReservation } from '../../budgets/new-reservation.fixture';
 import { ReapedUntil } from '../batching/reaped-until';
+import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../../test/support/env';
 import { insertStepEvents } from '../../append-events/insert-step-events.sql';
 import { priceStep } from '../../pricing/price-step';
+import { emptyUsage, usageKey } from '../../budgets/guard-decision';
 import { writeGuardOutcome } from './guard-batch.sql';
-import { emptyUsage, usageKey } from '../decision/guard-decision';
 import { readScopeUsage } from './read-scope-usage.sql';
 
 const MIN = 60_000;

@@ -4,12 +4,12 @@ import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../../test/support/env';
 import { insertPricedSteps } from '../../append-events/priced-steps.fixture';
 import { systemEventId, type SystemEvent } from '../../events';
+import { usageKey, type NewReservation } from '../../budgets/guard-decision';
+import { newReservation } from '../../budgets/new-reservation.fixture';
+import { boundOf, type UsageBound } from '../../budgets/usage-bounds';
 import { lockScopesStatements, writeGuardOutcome } from './guard-batch.sql';
-import { usageKey, type NewReservation } from '../decision/guard-decision';
-import { newReservation } from '../decision/new-reservation.fixture';
 import { readScopeUsage, usageRead, type UsageRequest } from './read-scope-usage.sql';
 import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
-import { boundOf, type UsageBound } from '../decision/usage-bounds';
 
 /**
  * The one-trip reservation writes only when the usage it reads under the locks is within the

@@ -1,8 +1,8 @@
 import type { Executable } from '@tollgate/database';
 import type { SystemEvent } from '../../events';
+import type { NewReservation, UsageTotals } from '../../budgets/guard-decision';
+import type { UsageBound } from '../../budgets/usage-bounds';
 import { outcomeCtes, outcomeStatementParams, type Reap } from './guard-batch.sql';
-import type { NewReservation, UsageTotals } from '../decision/guard-decision';
-import type { UsageBound } from '../decision/usage-bounds';
 import type { UsageReadStatement } from './read-scope-usage.sql';
 
 /** How many parameters the outcome's CTEs take ahead of the read's. */

@@ -11,7 +11,7 @@ import {
   type ScopeUsage,
   type Window,
 } from '@tollgate/contracts';
-import { systemEventId, type SystemEvent } from '../../events';
+import { systemEventId, type SystemEvent } from '../events';
 import { convertMicros, type UnitRates } from './money';
 
 /** A limit to enforce, from the request or from a stored policy (all amounts in micro-units / tokens). */

@@ -8,7 +8,7 @@ import {
   type Window,
 } from '@tollgate/contracts';
 import type { EffectiveLimit } from './guard-decision';
-import type { StoredPolicy } from '../../project-settings/project-settings.sql';
+import type { StoredPolicy } from './stored-policy';
 
 /**
  * The floor of a step the caller can run shorter, or undefined when it cannot: a request says it

@@ -1,4 +1,4 @@
-import { normalizeProvider } from '../../pricing/price-step';
+import { normalizeProvider } from '../pricing/price-step';
 
 /**
  * Callers estimate input tokens with one tokenizer (the processors use o200k); Claude, Gemini and
