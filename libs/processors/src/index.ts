@@ -10,11 +10,13 @@ export type {
   TokenLimiterGuardOptions,
   TokenLimiterTripwireMetadata,
   TokenLimitReachedPart,
+} from './token-limiter/options';
+export type {
   TokenLimiterInputArgs,
   TokenLimiterStepArgs,
   TokenLimiterStreamArgs,
   TokenLimiterResultArgs,
-} from './token-limiter/token-limiter.processor';
+} from './token-limiter/mastra-args';
 export { CostGuardProcessor, TokenCostControl, CostGuardBase } from './cost-guard/cost-guard.processor';
 export type {
   TokenCostControlOptions,

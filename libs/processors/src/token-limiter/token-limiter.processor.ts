@@ -1,15 +1,4 @@
-import type { TiktokenBPE } from 'js-tiktoken/lite';
-import type {
-  AbortFn,
-  MessageListShape,
-  MessageShape,
-  ModelShape,
-  RequestContextShape,
-  StreamPartShape,
-  StreamWriterShape,
-  SystemMessageShape,
-  TracingShape,
-} from '../mastra-shapes';
+import type { AbortFn, MessageShape, StreamPartShape, SystemMessageShape } from '../mastra-shapes';
 import { TokenCountCache } from '../token-count/count-cache';
 import {
   MessageTokenCounter,
@@ -17,145 +6,23 @@ import {
   type CountLookup,
   type PromptMessageShape,
 } from '../token-count/message-token-counter';
-import { modelIds, readContextIds } from '../tollgate/context-ids';
-import type { GuardContext, GuardLimit, TollgateGuardClient } from '../tollgate/guard-client';
-import {
-  isRunToolTraffic,
-  promptToolCallIdsOf,
-  runToolCallIds,
-  toolCallIdsOf,
-  type RunStepShape,
-} from './run-tool-traffic';
+import { stepLimit } from './guard-budget';
+import type {
+  TokenLimiterInputArgs,
+  TokenLimiterRequestArgs,
+  TokenLimiterResultArgs,
+  TokenLimiterStepArgs,
+  TokenLimiterStreamArgs,
+} from './mastra-args';
+import type {
+  TokenLimiterGuardOptions,
+  TokenLimiterOptions,
+  TokenLimiterTripwireMetadata,
+  TokenLimitReachedPart,
+} from './options';
+import { isRunToolTraffic, promptToolCallIdsOf, runToolCallIds, toolCallIdsOf } from './run-tool-traffic';
 import { selectMessages, type Candidate, type TrimMode } from './select-messages';
 import { truncateByTokens } from './truncate-by-tokens';
-
-/** Ask Tollgate for the token budget left in the step's scopes, and trim to it when it is below `limit`. */
-export interface TokenLimiterGuardOptions {
-  /** A Tollgate client (the SDK, or anything with the same `guard.check`). */
-  client: TollgateGuardClient;
-  /**
-   * Token limits whose remaining budget caps the request (`maxInputTokens` and/or `maxTotalTokens`
-   * per scope). The project's stored policies apply as well, so this may be omitted when they
-   * hold the budgets.
-   */
-  limits?: GuardLimit[];
-  /** Ids to use instead of (or in addition to) those read from the request context. */
-  context?: GuardContext;
-  /** When Tollgate cannot be reached: `'open'` (default) trims to `limit` alone, `'closed'` aborts the step. */
-  failMode?: 'open' | 'closed';
-}
-
-/** Options of {@link TokenLimiterProcessor}. */
-export interface TokenLimiterOptions {
-  /** Maximum tokens: of the request (input processor) or of the response (output processor). `0` withholds all output. */
-  limit: number;
-  /** BPE rank set from `js-tiktoken/ranks/*`. Default `o200k_base` (GPT-4o, GPT-5 family). */
-  encoding?: TiktokenBPE;
-  /** At the output limit: `'truncate'` (default) stops emitting text, `'abort'` calls `abort()`. */
-  strategy?: 'truncate' | 'abort';
-  /**
-   * Streaming with `truncate`: cut the `text-delta` that crosses the limit to the tokens that still
-   * fit (on a grapheme boundary) and emit that prefix. Default `false`: the crossing chunk is
-   * withheld whole, as Mastra's processor does.
-   */
-  splitChunks?: boolean;
-  /** Output counting: `'cumulative'` (default) from the start of the stream, `'part'` per part only. */
-  countMode?: 'cumulative' | 'part';
-  /** Input trimming: `'best-fit'` (default) keeps as many messages as fit, `'contiguous'` keeps an unbroken suffix. */
-  trimMode?: TrimMode;
-  /**
-   * Token-count cache. Defaults to one per processor, which survives across steps and across runs
-   * of the same thread (messages are keyed by id and content version). `false` disables it.
-   */
-  countCache?: TokenCountCache | false;
-  /** Tokens counted per image. Default 765. */
-  imageTokens?: number;
-  /** Tokens counted per non-image file. Default 1,500. */
-  fileTokens?: number;
-  /** Also cap each step by the token budget Tollgate reports as remaining. */
-  guard?: TokenLimiterGuardOptions;
-}
-
-/** Metadata of the TripWire raised when a request cannot be made to fit. */
-export interface TokenLimiterTripwireMetadata {
-  /** Tokens of the system messages, framing included. */
-  systemTokens: number;
-  /** The limit applied to this request (the smaller of `limit` and Tollgate's remaining budget). */
-  limit: number;
-  /** Tokens left for conversation messages after system messages and the conversation overhead. */
-  remainingBudget?: number;
-  /** Conversation messages considered. */
-  messageCount?: number;
-  /** Tokens of this run's tool calls and results, which are never dropped. */
-  protectedTokens?: number;
-  /** Token budget Tollgate reported as remaining, when it capped the limit. */
-  guardRemainingTokens?: number;
-  /** Output tokens counted when the output limit was exceeded (`abort` strategy). */
-  tokens?: number;
-}
-
-/** Arguments of `processInput` (a subset of Mastra's `ProcessInputArgs`). */
-export interface TokenLimiterInputArgs<M extends MessageShape> extends TracingShape {
-  messages: M[];
-  abort: AbortFn<TokenLimiterTripwireMetadata>;
-  systemMessages?: SystemMessageShape[];
-  messageList?: MessageListShape<M>;
-  requestContext?: RequestContextShape;
-}
-
-/** Arguments of `processInputStep` (a subset of Mastra's `ProcessInputStepArgs`). */
-export interface TokenLimiterStepArgs<M extends MessageShape> extends TokenLimiterInputArgs<M> {
-  stepNumber?: number;
-  /** This run's finished steps; their tool calls are protected from trimming. */
-  steps?: ReadonlyArray<RunStepShape>;
-  /** Per-run state Mastra keeps for this processor across its hooks. */
-  state?: Record<string, unknown>;
-  /** Set when Mastra will also call `processLLMRequest` for this processor at this step. */
-  llmRequestStage?: boolean;
-  /** The step's model; names the estimate sent to the guard. */
-  model?: ModelShape;
-  agent?: { id?: string; name?: string };
-}
-
-export type { RunStepShape } from './run-tool-traffic';
-
-/** Arguments of `processLLMRequest` (a subset of Mastra's `ProcessLLMRequestArgs`). */
-export interface TokenLimiterRequestArgs<
-  P extends PromptMessageShape = PromptMessageShape,
-  M extends MessageShape = MessageShape,
-> extends TracingShape {
-  /** The provider prompt about to be sent, after every earlier processor rewrote it. */
-  prompt: P[];
-  abort: AbortFn<TokenLimiterTripwireMetadata>;
-  messageList?: MessageListShape<M>;
-  stepNumber?: number;
-  steps?: ReadonlyArray<RunStepShape>;
-  state?: Record<string, unknown>;
-  requestContext?: RequestContextShape;
-  model?: ModelShape;
-  agent?: { id?: string; name?: string };
-}
-
-/** Arguments of `processOutputStream` (a subset of Mastra's `ProcessOutputStreamArgs`). */
-export interface TokenLimiterStreamArgs<P extends StreamPartShape> {
-  part: P;
-  state: Record<string, unknown>;
-  abort: AbortFn<TokenLimiterTripwireMetadata>;
-  writer?: StreamWriterShape;
-}
-
-/** Arguments of `processOutputResult`. */
-export interface TokenLimiterResultArgs<M extends MessageShape> {
-  messages: M[];
-  abort: AbortFn<TokenLimiterTripwireMetadata>;
-}
-
-/** The transient stream part emitted the first time output is withheld. */
-export interface TokenLimitReachedPart {
-  type: 'data-token-limit-reached';
-  data: { processorId: 'token-limiter'; limit: number; tokens: number };
-  transient: true;
-}
 
 const COUNTED_OUTPUT = new Set(['text-delta', 'object']);
 
@@ -241,7 +108,7 @@ export class TokenLimiterProcessor {
     const list = args.messageList;
     const messages = list ? list.get.all.db() : args.messages;
     const runToolCalls = runToolCallIds(args.state, args.steps, list);
-    const { limit, guardRemainingTokens } = await this.stepLimit(args);
+    const { limit, guardRemainingTokens } = await stepLimit(this.guard, this.maxTokens, args);
     const systemMessages = list?.getAllSystemMessages() ?? args.systemMessages ?? [];
     const { kept, dropped } = this.trim(
       messages,
@@ -268,7 +135,7 @@ export class TokenLimiterProcessor {
   ): Promise<{ prompt: P[] } | undefined> {
     const { prompt } = args;
     const runToolCalls = runToolCallIds(args.state, args.steps, args.messageList);
-    const { limit, guardRemainingTokens } = await this.stepLimit(args);
+    const { limit, guardRemainingTokens } = await stepLimit(this.guard, this.maxTokens, args);
     const extra = guardRemainingTokens === undefined ? {} : { guardRemainingTokens };
     let systemTokens = 0;
     const conversation: P[] = [];
@@ -453,72 +320,6 @@ export class TokenLimiterProcessor {
       );
     }
     return selection.keep;
-  }
-
-  /** The step's limit: `limit`, or Tollgate's remaining token budget when a guard reports less. */
-  private async stepLimit(
-    args: TokenLimiterStepArgs<MessageShape> | TokenLimiterRequestArgs<PromptMessageShape>,
-  ): Promise<{ limit: number; guardRemainingTokens?: number }> {
-    if (!this.guard) return { limit: this.maxTokens };
-    const remaining = await this.remainingFromGuard(this.guard, args as TokenLimiterStepArgs<MessageShape>);
-    if (remaining === undefined || remaining >= this.maxTokens) return { limit: this.maxTokens };
-    return { limit: Math.max(0, remaining), guardRemainingTokens: remaining };
-  }
-
-  /**
-   * Asks the guard (dry run: nothing reserved or audited) about a step of `limit` input tokens.
-   * Every token limit that step would reach, from the request or a project policy, comes back as a
-   * violation with its limit and the usage including the estimate; what remains of it is
-   * `limit - (usage - estimate)`. Warn-only policies and cost limits do not trim.
-   */
-  private async remainingFromGuard<M extends MessageShape>(
-    guard: TokenLimiterGuardOptions,
-    args: TokenLimiterStepArgs<M>,
-  ): Promise<number | undefined> {
-    const context: GuardContext = {
-      ...readContextIds(args.requestContext, args),
-      entityType: 'agent',
-      ...(args.agent?.name || args.agent?.id ? { entityName: args.agent.name ?? args.agent.id } : {}),
-      ...guard.context,
-    };
-    const estimate = { ...modelIds(args.model), inputTokens: this.maxTokens, maxOutputTokens: 0 };
-    let response;
-    try {
-      response = await guard.client.guard.check({
-        context,
-        ...(guard.limits ? { limits: guard.limits } : {}),
-        estimate,
-        dryRun: true,
-        failMode: guard.failMode ?? 'open',
-      });
-    } catch (error) {
-      if (guard.failMode !== 'closed') return undefined;
-      return args.abort(
-        `TokenLimiterProcessor: Tollgate guard unavailable (${(error as Error)?.message ?? String(error)})`,
-        {
-          retry: false,
-          metadata: { systemTokens: 0, limit: this.maxTokens },
-        },
-      );
-    }
-    // The SDK answers for an unreachable service itself, applying failMode (`reason` says so).
-    if (response.decision === 'deny' && response.violations.length === 0) {
-      const why =
-        response.reason === 'busy'
-          ? 'Tollgate guard busy; retry the step later'
-          : `Tollgate guard unavailable (${response.reason ?? 'denied without a violation'})`;
-      return args.abort(`TokenLimiterProcessor: ${why}`, {
-        retry: false,
-        metadata: { systemTokens: 0, limit: this.maxTokens },
-      });
-    }
-    let remaining: number | undefined;
-    for (const v of response.violations) {
-      if (v.limitType !== 'totalTokens' && v.limitType !== 'inputTokens') continue;
-      // Reserved tokens (steps in flight elsewhere) are in `usage`: they will be spent.
-      remaining = Math.min(remaining ?? Infinity, v.limit - (v.usage - estimate.inputTokens));
-    }
-    return remaining;
   }
 }
 
