@@ -1,7 +1,7 @@
 import { getEncoding, type TiktokenBPE } from 'js-tiktoken';
 import { readFileSync } from 'node:fs';
 import { BpeCodec, RankTable } from './bpe';
-import { minTextTokens } from './message-token-counter';
+import { minTextTokens } from './min-text-tokens';
 import { O200K_TABLE_FILE, o200kRanks } from './o200k';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const o200kTiktoken = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE;

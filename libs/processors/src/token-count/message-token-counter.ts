@@ -1,7 +1,9 @@
 import type { TiktokenBPE } from 'js-tiktoken/lite';
 import type { MessagePartShape, MessageShape, SystemMessageShape } from '../mastra-shapes';
 import { BpeCodec } from './bpe';
+import { contentVersion } from './content-version';
 import { TokenCountCache } from './count-cache';
+import { minTextTokens } from './min-text-tokens';
 import { o200kRanks } from './o200k';
 
 /**
@@ -101,6 +103,8 @@ export class MessageTokenCounter {
   private readonly fileTokens: number;
   private readonly roleTokens = new Map<string, number>();
   private readonly serialized = new WeakMap<object, string>();
+  /** {@link serialize}, bound once: the content version samples payloads through it. */
+  private readonly serializeValue = (value: unknown): string => this.serialize(value);
   private readonly textMemo = new Map<string, number>();
   private textMemoChars = 0;
   /** Strings passed to the BPE encoder since construction; lets tests prove counting is not quadratic. */
@@ -142,7 +146,7 @@ export class MessageTokenCounter {
    */
   lookup(message: MessageShape): CountLookup {
     if (!this.cache || !message.id || !this.cache.has(message.id)) return { tokens: undefined, version: undefined };
-    const version = this.contentVersion(message);
+    const version = contentVersion(message, this.serializeValue);
     return { tokens: this.cache.get(message.id, version), version };
   }
 
@@ -150,7 +154,7 @@ export class MessageTokenCounter {
   countKnown(message: MessageShape, known: CountLookup): number {
     if (known.tokens !== undefined) return known.tokens;
     if (!this.cache || !message.id) return this.countUncached(message);
-    const version = known.version ?? this.contentVersion(message);
+    const version = known.version ?? contentVersion(message, this.serializeValue);
     const cached = this.cache.get(message.id, version);
     if (cached !== undefined) return cached;
     const tokens = this.countUncached(message);
@@ -425,136 +429,4 @@ export class MessageTokenCounter {
     }
     return text;
   }
-
-  /**
-   * A cheap fingerprint of everything the count depends on: per part its type, tool state and
-   * call id, and the length plus a few sampled characters of each text and payload. Mastra
-   * appends parts to the same assistant message across steps and turns a tool call into its
-   * result in place, so the id alone would serve stale counts. Object payloads are serialized
-   * once per object (memoized), which costs far less than encoding them.
-   */
-  private contentVersion(message: MessageShape): number {
-    const f = new Fingerprint();
-    f.text(message.role);
-    const parts = message.content?.parts;
-    if (parts && parts.length > 0) {
-      for (const part of parts) {
-        f.mark(1).text(part.type);
-        if (part.text !== undefined) f.mark(2).sample(part.text);
-        if (part.reasoning !== undefined) f.mark(3).sample(part.reasoning);
-        if (part.details) for (const d of part.details) f.mark(4).sample(d.text ?? '');
-        const invocation = part.toolInvocation;
-        if (invocation) {
-          f.mark(5)
-            .text(invocation.state)
-            .mark(6)
-            .text(invocation.toolCallId)
-            .mark(7)
-            .text(invocation.toolName ?? '');
-          this.payloadSample(f.mark(8), invocation.args);
-          this.payloadSample(f.mark(9), invocation.result);
-        }
-        if (part.type === 'file') f.mark(10).text(part.mediaType ?? part.mimeType ?? '');
-      }
-    } else if (typeof message.content?.content === 'string') {
-      f.mark(11).sample(message.content.content);
-    }
-    const attachments = message.content?.experimental_attachments;
-    if (attachments) for (const a of attachments) f.mark(12).text(a.contentType ?? '');
-    return f.value();
-  }
-
-  private payloadSample(f: Fingerprint, value: unknown): void {
-    if (value === undefined) f.mark(13);
-    else f.sample(typeof value === 'string' ? value : this.serialize(value));
-  }
-}
-
-/**
- * A 53-bit fingerprint (two 32-bit FNV-1a lanes with different primes) of what a count depends
- * on, fed char codes where they lie: no string is built, and comparing two versions compares two
- * numbers. `sample` feeds a text's length plus its first, middle and last characters, which
- * catches appends, rewrites and most edits in O(1).
- */
-class Fingerprint {
-  private a = 0x811c9dc5 | 0;
-  private b = 0x050c5d1f | 0;
-
-  private code(c: number): void {
-    this.a = Math.imul(this.a ^ c, 0x01000193);
-    this.b = Math.imul(this.b ^ c, 0x2f0d3a85);
-  }
-
-  /** Separates fields, so that moving characters from one field to the next changes the value. */
-  mark(field: number): this {
-    this.code(0x10000 + field);
-    return this;
-  }
-
-  /** Every character of a (short) string, and its length. */
-  text(s: string | undefined): this {
-    if (s === undefined) return this.mark(0);
-    this.code(0x20000 + s.length);
-    for (let i = 0; i < s.length; i++) this.code(s.charCodeAt(i));
-    return this;
-  }
-
-  /** The length of `s` and up to 24 of its characters: its first, middle and last 8. */
-  sample(s: string): this {
-    const n = s.length;
-    if (n <= 24) return this.text(s);
-    this.code(0x20000 + n);
-    const mid = n >> 1;
-    for (let i = 0; i < 8; i++) this.code(s.charCodeAt(i));
-    for (let i = mid - 4; i < mid + 4; i++) this.code(s.charCodeAt(i));
-    for (let i = n - 8; i < n; i++) this.code(s.charCodeAt(i));
-    return this;
-  }
-
-  value(): number {
-    return (this.a >>> 0) * 0x200000 + (this.b >>> 11);
-  }
-}
-
-/**
- * A lower bound of the BPE tokens of `text`: its words (runs of non-whitespace characters), where
- * a run that starts with `/` right after a line break is not counted as a new word.
- *
- * Why it holds: the tiktoken pre-tokenizers (o200k_base, cl100k_base, p50k, r50k) cut text into
- * pieces that each give at least one token, and a piece never holds whitespace between two
- * non-whitespace characters, except o200k's punctuation piece, which may run on over line breaks
- * into slashes (`[\r\n/]*`). So each counted word starts its own piece. Whitespace is JavaScript's
- * `\s`, as in the pattern.
- */
-export function minTextTokens(text: string): number {
-  let words = 0;
-  let inWord = false;
-  let previous = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (isWhitespace(c)) {
-      inWord = false;
-    } else {
-      if (!inWord && !(c === 0x2f && (previous === 0x0a || previous === 0x0d))) words++;
-      inWord = true;
-    }
-    previous = c;
-  }
-  return words;
-}
-
-/** JavaScript's `\s`: WhiteSpace and LineTerminator code points. */
-function isWhitespace(c: number): boolean {
-  if (c < 0x80) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-  return (
-    c === 0xa0 ||
-    c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 ||
-    c === 0x2029 ||
-    c === 0x202f ||
-    c === 0x205f ||
-    c === 0x3000 ||
-    c === 0xfeff
-  );
 }
