@@ -5,7 +5,7 @@ import {
   eventRecord,
   eventRecordsSql,
   logClaimedEventsSql,
-} from '../append-events/append-system-events.sql';
+} from '../system-events/append-system-events.sql';
 import { scopeLockId } from '../check-guard/sql/guard-batch.sql';
 import type { BudgetExhausted, BudgetThresholdCrossed } from '../events';
 import { alertEventPrefix, alertScopes, stateKey, type AlertKind, type AlertState } from './alert-decision';

@@ -5,9 +5,9 @@ import { EventPartitions, PrismaService } from '@tollgate/database';
 import { Clock, Config, isBusy, isUnavailable } from '@tollgate/platform';
 // The metric objects only: the Prometheus module itself listens to the ledger's events.
 import { guardDecisions, guardLatency, guardUsageReads } from '@tollgate/telemetry/metrics';
-import { appendSystemEvents } from '../append-events/append-system-events.sql';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
 import { decideInOrder, type UsageTotals } from '../budgets/guard-decision';
+import { appendSystemEvents } from '../system-events/append-system-events.sql';
 import { busy, respond, unavailable } from './answers';
 import { BatchCommit } from './batching/batch-commit';
 import { CoalescedReads } from './batching/coalesced-reads';

@@ -1,7 +1,7 @@
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
-import { appendSystemEvents } from '../append-events/append-system-events.sql';
+import { appendSystemEvents } from '../system-events/append-system-events.sql';
 import type { ReservationExceeded } from '../events';
 import { readExceededReservations } from './exceeded.sql';
 

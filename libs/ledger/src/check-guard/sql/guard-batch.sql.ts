@@ -14,7 +14,7 @@ import {
   eventRecord,
   eventRecordsSql,
   logClaimedEventsSql,
-} from '../../append-events/append-system-events.sql';
+} from '../../system-events/append-system-events.sql';
 import type { SystemEvent } from '../../events';
 import { heldColumns, holdTotalsSql } from '../../reservations/hold-totals.sql';
 import type { NewReservation } from '../../budgets/guard-decision';

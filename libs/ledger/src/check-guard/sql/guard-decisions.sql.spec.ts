@@ -2,7 +2,7 @@ import type { GuardFinding } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../../test/support/env';
-import { appendSystemEvents } from '../../append-events/append-system-events.sql';
+import { appendSystemEvents } from '../../system-events/append-system-events.sql';
 import type { EventScopes, GuardDecided, SystemEvent } from '../../events';
 import { readGuardDecisions } from './guard-decisions.sql';
 
