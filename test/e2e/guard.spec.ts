@@ -1,6 +1,6 @@
 import { Clock } from '@tollgate/platform';
 import { EVENT_SELECT } from '@tollgate/database';
-import { scopeLockId } from '../../libs/ledger/src/check-guard/sql/guard-batch.sql';
+import { scopeLockId } from '../../libs/ledger/src/scope-usage/scope-lock';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { TEST_DATABASE_URL } from '../support/env';

@@ -6,7 +6,7 @@ import {
   eventRecordsSql,
   logClaimedEventsSql,
 } from '../system-events/append-system-events.sql';
-import { scopeLockId } from '../check-guard/sql/guard-batch.sql';
+import { scopeLockId } from '../scope-usage/scope-lock';
 import type { BudgetExhausted, BudgetThresholdCrossed } from '../events';
 import { alertEventPrefix, alertScopes, stateKey, type AlertKind, type AlertState } from './alert-decision';
 

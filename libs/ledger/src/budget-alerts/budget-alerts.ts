@@ -6,7 +6,7 @@ import { Clock } from '@tollgate/platform';
 import { DEFAULT_ALERT_HYSTERESIS } from '@tollgate/contracts';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
-import { readScopeUsage, type UsageRequest } from '../check-guard/sql/read-scope-usage.sql';
+import { readScopeUsage, type UsageRequest } from '../scope-usage/read-scope-usage.sql';
 import type { UsageTotals } from '../budgets/guard-decision';
 import { readCounterBounds } from './counter-bounds.sql';
 import {

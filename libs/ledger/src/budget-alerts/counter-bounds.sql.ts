@@ -1,6 +1,6 @@
 import { timestampText, type Sql } from '@tollgate/database';
 import { emptyUsage, usageKey, type UsageTotals } from '../budgets/guard-decision';
-import type { UsageRequest } from '../check-guard/sql/read-scope-usage.sql';
+import type { UsageRequest } from '../scope-usage/read-scope-usage.sql';
 import { planWindow } from '../budgets/windows';
 
 const HOUR = 3600_000;

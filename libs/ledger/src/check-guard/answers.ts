@@ -10,9 +10,9 @@ import {
   type UsageTotals,
 } from '../budgets/guard-decision';
 import { forecastOf } from '../forecast/forecast';
+import type { UsageRequest } from '../scope-usage/read-scope-usage.sql';
 import { readKey, stepIdOf, type LoadedCheck } from './loaded-check';
 import type { ExistingReservation } from './sql/guard-batch.sql';
-import type { UsageRequest } from './sql/read-scope-usage.sql';
 
 /** What a group commit answers one check: its response, or the client error it earned. */
 export type CheckResult = { response: GuardCheckResponse } | { error: AppError };

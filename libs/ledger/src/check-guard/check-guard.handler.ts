@@ -13,7 +13,7 @@ import { BatchCommit } from './batching/batch-commit';
 import { CoalescedReads } from './batching/coalesced-reads';
 import { CheckGuard } from './check-guard.command';
 import { CheckLoader, decisionContext, type LoadedCheck } from './loaded-check';
-import { guardRead, type UsageRequest } from './sql/read-scope-usage.sql';
+import { guardRead, type UsageRequest } from '../scope-usage/read-scope-usage.sql';
 
 /** Usage of every (scope, window) of a check, read at `at`, in one snapshot. */
 interface UsageRead {

@@ -6,7 +6,7 @@ import { ProjectSettingsReader } from '../project-settings/project-settings.read
 import type { ProjectSettings } from '../project-settings/project-settings.sql';
 import { effectiveLimits, scopeKeysOf, shrinkOf } from '../budgets/effective-limits';
 import { usageKey, type CheckCase, type EffectiveLimit } from '../budgets/guard-decision';
-import type { UsageRequest } from './sql/read-scope-usage.sql';
+import type { UsageRequest } from '../scope-usage/read-scope-usage.sql';
 
 /** A check, loaded and priced, ready to be decided. */
 export interface LoadedCheck {

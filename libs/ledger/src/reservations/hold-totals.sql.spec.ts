@@ -6,7 +6,7 @@ import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
 import type { NewReservation } from '../budgets/guard-decision';
 import { newReservation } from '../budgets/new-reservation.fixture';
-import { guardRead } from '../check-guard/sql/read-scope-usage.sql';
+import { guardRead } from '../scope-usage/read-scope-usage.sql';
 import { priceStep } from '../pricing/price-step';
 import { closeReservations } from './release-reservation.sql';
 

@@ -26,7 +26,7 @@ import {
   stepReservationsStatement,
   type ExistingReservation,
 } from '../sql/guard-batch.sql';
-import { usageRead, type PartitionOf } from '../sql/read-scope-usage.sql';
+import { usageRead, type PartitionOf } from '../../scope-usage/read-scope-usage.sql';
 import { reserveInOneTripStatement } from '../sql/reserve-in-one-trip.sql';
 import { GroupCommit, type Queued } from './group-commit';
 import { GuardTuning } from './guard-tuning';

@@ -5,12 +5,12 @@ import { TEST_DATABASE_URL } from '../../../../../test/support/env';
 import { systemEventId, type SystemEvent } from '../../events';
 import type { NewReservation } from '../../budgets/guard-decision';
 import { newReservation } from '../../budgets/new-reservation.fixture';
+import { scopeLockId } from '../../scope-usage/scope-lock';
 import {
   existingByStep,
   lockScopesStatements,
   stepReservationsStatement,
   readExistingReservations,
-  scopeLockId,
   writeGuardOutcome,
 } from './guard-batch.sql';
 

@@ -1,4 +1,3 @@
-import { memoized } from '@tollgate/contracts';
 import {
   inlined,
   timestampText,
@@ -8,7 +7,6 @@ import {
   type Sql,
   type Statement,
 } from '@tollgate/database';
-import { createHash } from 'node:crypto';
 import {
   claimEventIdsSql,
   eventRecord,
@@ -17,6 +15,7 @@ import {
 } from '../../system-events/append-system-events.sql';
 import type { SystemEvent } from '../../events';
 import { heldColumns, holdTotalsSql } from '../../reservations/hold-totals.sql';
+import { scopeLockId } from '../../scope-usage/scope-lock';
 import type { NewReservation } from '../../budgets/guard-decision';
 
 /** An open reservation a retried check gets back (or the state that makes the retry a conflict). */
@@ -29,17 +28,6 @@ export interface ExistingReservation {
   input_tokens: string;
   output_tokens: string;
   expires_at: string;
-}
-
-/** The lock ids of the scopes checked lately (every reserving check takes its scopes' locks). */
-const lockIdOf = memoized(50_000, (key: string) => createHash('sha256').update(key).digest().readBigInt64BE(0));
-
-/**
- * The advisory lock of one scope of one project: 64 bits of a SHA-256, the same in every replica.
- * Computed here so that the locks can be taken in the statement that opens the transaction.
- */
-export function scopeLockId(projectId: string, scopeKey: string): bigint {
-  return lockIdOf(`${projectId}\u001f${scopeKey}`);
 }
 
 /**

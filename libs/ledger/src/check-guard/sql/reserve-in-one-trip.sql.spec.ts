@@ -7,8 +7,8 @@ import { systemEventId, type SystemEvent } from '../../events';
 import { usageKey, type NewReservation } from '../../budgets/guard-decision';
 import { newReservation } from '../../budgets/new-reservation.fixture';
 import { boundOf, type UsageBound } from '../../budgets/usage-bounds';
+import { readScopeUsage, usageRead, type UsageRequest } from '../../scope-usage/read-scope-usage.sql';
 import { lockScopesStatements, writeGuardOutcome } from './guard-batch.sql';
-import { readScopeUsage, usageRead, type UsageRequest } from './read-scope-usage.sql';
 import { reserveInOneTripStatement } from './reserve-in-one-trip.sql';
 
 /**

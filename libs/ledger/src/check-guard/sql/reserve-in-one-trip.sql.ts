@@ -2,8 +2,8 @@ import type { Executable } from '@tollgate/database';
 import type { SystemEvent } from '../../events';
 import type { NewReservation, UsageTotals } from '../../budgets/guard-decision';
 import type { UsageBound } from '../../budgets/usage-bounds';
+import type { UsageReadStatement } from '../../scope-usage/read-scope-usage.sql';
 import { outcomeCtes, outcomeStatementParams, type Reap } from './guard-batch.sql';
-import type { UsageReadStatement } from './read-scope-usage.sql';
 
 /** How many parameters the outcome's CTEs take ahead of the read's. */
 const OUTCOME_PARAMS = 6;

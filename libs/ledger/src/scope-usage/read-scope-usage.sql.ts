@@ -1,7 +1,7 @@
 import { SCOPE_TABLE, WINDOWED_SCOPES, type Scope, type Window } from '@tollgate/contracts';
 import { timestampText, withIndexPlans, type Executable, type PrismaService, type Sql } from '@tollgate/database';
-import { emptyUsage, usageKey, type UsageTotals } from '../../budgets/guard-decision';
-import { planWindow } from '../../budgets/windows';
+import { emptyUsage, usageKey, type UsageTotals } from '../budgets/guard-decision';
+import { planWindow } from '../budgets/windows';
 
 export interface UsageRequest {
   scope: Scope;

@@ -1,12 +1,12 @@
 import { EventPartitions, INDEX_PLANS, migrationsDir, PrismaService, withIndexPlans } from '@tollgate/database';
 import type { StepUsageEvent } from '@tollgate/contracts';
-import { ownDatabase } from '../../../../../test/support/own-database';
-import { insertStepEvents } from '../../append-events/insert-step-events.sql';
-import { priceStep } from '../../pricing/price-step';
-import { closeReservations } from '../../reservations/release-reservation.sql';
-import { newReservation } from '../../budgets/new-reservation.fixture';
-import { ReapedUntil } from '../batching/reaped-until';
-import { guardOutcomeStatement, lockScopesStatements } from './guard-batch.sql';
+import { ownDatabase } from '../../../../test/support/own-database';
+import { insertStepEvents } from '../append-events/insert-step-events.sql';
+import { priceStep } from '../pricing/price-step';
+import { closeReservations } from '../reservations/release-reservation.sql';
+import { newReservation } from '../budgets/new-reservation.fixture';
+import { ReapedUntil } from '../check-guard/batching/reaped-until';
+import { guardOutcomeStatement, lockScopesStatements } from '../check-guard/sql/guard-batch.sql';
 import { guardRead, readScopeUsage, usageRead } from './read-scope-usage.sql';
 
 /**

@@ -1,11 +1,11 @@
 import { WINDOW_MS, type StepUsageEvent, type Window } from '@tollgate/contracts';
 import { EventPartitions, PrismaService } from '@tollgate/database';
 import { randomUUID } from 'node:crypto';
-import { TEST_DATABASE_URL } from '../../../../../test/support/env';
-import { insertStepEvents } from '../../append-events/insert-step-events.sql';
-import { priceStep } from '../../pricing/price-step';
-import { emptyUsage, usageKey } from '../../budgets/guard-decision';
-import { writeGuardOutcome } from './guard-batch.sql';
+import { TEST_DATABASE_URL } from '../../../../test/support/env';
+import { insertStepEvents } from '../append-events/insert-step-events.sql';
+import { priceStep } from '../pricing/price-step';
+import { emptyUsage, usageKey } from '../budgets/guard-decision';
+import { writeGuardOutcome } from '../check-guard/sql/guard-batch.sql';
 import { readScopeUsage } from './read-scope-usage.sql';
 
 const MIN = 60_000;
