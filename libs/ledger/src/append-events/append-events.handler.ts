@@ -8,9 +8,9 @@ import { priceStep } from '../pricing/price-step';
 import { readReservationContexts } from '../reservations/release-reservation.sql';
 import { scopeKeysOf } from '../budgets/effective-limits';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
-import { stepContributions } from '../budget-alerts/step-contributions';
 import { AppendEvents } from './append-events.command';
 import { insertStepEvents, isZeroCostWithTokens, type StepRow } from './insert-step-events.sql';
+import { stepContributions } from './step-contributions';
 import { validateStepEvents, type ValidatedBatch } from './validate-step-events';
 
 @CommandHandler(AppendEvents)

@@ -5,10 +5,10 @@ import { AppError } from '@tollgate/platform';
 import { readProjectSettings } from '../project-settings/project-settings.sql';
 import { StepsRepriced } from '../events';
 import { BudgetAlerts } from '../budget-alerts/budget-alerts';
-import { repricedContributions } from '../budget-alerts/repriced-contributions.sql';
 import { normalizeModel, normalizeProvider } from '../pricing/price-step';
 import { appendRepricedSteps, lockProjectReprices } from './append-repriced-steps.sql';
 import { decideReprice, RepriceTally, type RepriceDecision, type RepriceSummary } from './reprice-decision';
+import { repricedContributions } from './repriced-contributions.sql';
 import { countRangeSteps, readRepriceBatch, type StepRange } from './step-costs.sql';
 
 export interface RepriceRequest {

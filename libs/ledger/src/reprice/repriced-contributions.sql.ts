@@ -1,7 +1,7 @@
 import type { Sql } from '@tollgate/database';
 import { scopeKeysOf } from '../budgets/effective-limits';
-import type { CorrectionRow } from '../reprice/append-repriced-steps.sql';
-import type { StepContribution } from './alert-decision';
+import type { StepContribution } from '../budget-alerts/alert-decision';
+import type { CorrectionRow } from './append-repriced-steps.sql';
 
 /**
  * What each correction moves: the step's cost leaves its old unit and lands on its new one, under

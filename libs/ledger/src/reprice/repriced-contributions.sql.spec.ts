@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { TEST_DATABASE_URL } from '../../../../test/support/env';
 import { insertStepEvents } from '../append-events/insert-step-events.sql';
 import type { PricedCost } from '../pricing/price-step';
-import type { CorrectionRow } from '../reprice/append-repriced-steps.sql';
-import { stepCostOf } from '../reprice/reprice-decision';
+import type { CorrectionRow } from './append-repriced-steps.sql';
+import { stepCostOf } from './reprice-decision';
 import { repricedContributions } from './repriced-contributions.sql';
 
 /** What a reprice's corrections add to each scope's usage, for the budget alerts. */

@@ -1,6 +1,6 @@
-import type { StepRow, StoredStep } from '../append-events/insert-step-events.sql';
 import { scopeKeysOf } from '../budgets/effective-limits';
-import type { StepContribution } from './alert-decision';
+import type { StepContribution } from '../budget-alerts/alert-decision';
+import type { StepRow, StoredStep } from './insert-step-events.sql';
 
 /** What the stored steps of a batch (duplicates left out) added to their scopes, in batch order. */
 export function stepContributions(
