@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { recordAnswer } from './contract';
 import { TEST_ADMIN_TOKEN } from './env';
 
 export interface Reply<T = any> {
@@ -32,6 +33,13 @@ export async function call<T = any>(
   } catch {
     /* not JSON: keep the text */
   }
+  recordAnswer(base, {
+    method,
+    path: new URL(base + path).pathname,
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    body: parsed,
+  });
   return { status: res.status, body: parsed as T, headers: res.headers };
 }
 

@@ -3,6 +3,7 @@ import { EVENT_SELECT, PrismaService } from '@tollgate/database';
 import { loadConfig, type AppConfig } from '@tollgate/platform';
 import { randomBytes } from 'node:crypto';
 import { createApiApp } from '../../apps/api/src/bootstrap';
+import { checkAnswersOf } from './contract';
 import { TEST_ADMIN_TOKEN, TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
 
 export interface RunningService {
@@ -34,6 +35,7 @@ export async function startService(overrides: Record<string, string> = {}): Prom
   const app = await createApiApp(config);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
+  checkAnswersOf(`http://127.0.0.1:${address.port}`);
   return {
     url: `http://127.0.0.1:${address.port}`,
     app,
