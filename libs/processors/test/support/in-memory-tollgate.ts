@@ -163,36 +163,47 @@ export class InMemoryTollgate implements TollgateGuardClient {
       throw new Error(`400 ${request.estimate ? 'stepId' : 'estimate'} is required when reserve is true`);
     // Everything below runs in one turn: evaluation and reservation are atomic.
     const reserving = request.reserve === true && request.dryRun !== true;
-    if (reserving) {
-      const existing = [...this.reservations.values()].find((r) => r.stepId === request.stepId);
-      if (existing && existing.status !== 'open')
-        throw new Error(`409 stepId ${request.stepId} already had a reservation, now ${existing.status}`);
-      if (existing) {
-        const reservation = {
-          id: existing.id,
-          estimatedCost: existing.costMicros / 1e6,
-          costUnit: 'USD',
-          inputTokens: existing.inputTokens,
-          outputTokens: existing.outputTokens,
-          expiresAt: new Date(existing.expiresAt).toISOString(),
-        };
-        return {
-          decision: 'allow',
-          violations: [],
-          warnings: [],
-          skipped: [],
-          usage: {},
-          reservation,
-          asOf: new Date(this.now).toISOString(),
-        };
-      }
+    const retried = reserving ? this.retriedReservation(request.stepId!) : undefined;
+    if (retried) {
+      return {
+        decision: 'allow',
+        violations: [],
+        warnings: [],
+        skipped: [],
+        usage: {},
+        reservation: retried,
+        asOf: new Date(this.now).toISOString(),
+      };
     }
     const estimate = request.estimate;
     const estimateMicros = estimate
       ? (this.priceMicros(estimate.provider, estimate.model, estimate.inputTokens, estimate.maxOutputTokens) ?? 0)
       : 0;
-    const estIn = estimate?.inputTokens ?? 0;
-    const estOut = estimate?.maxOutputTokens ?? 0;
+    const { violations, warnings, skipped, usage } = this.evaluate(request, estimateMicros);
+    const decision = violations.length > 0 ? 'deny' : 'allow';
+    const reservation =
+      decision === 'allow' && reserving && estimate ? this.reserve(request, estimateMicros) : undefined;
+    return structuredClone({
+      decision,
+      violations,
+      warnings,
+      skipped,
+      usage,
+      ...(reservation ? { reservation } : {}),
+      asOf: new Date(this.now).toISOString(),
+    });
+  }
+
+  /** The open reservation a retried check (same stepId) gets back; a 409 when it was settled already. */
+  private retriedReservation(stepId: string): GuardCheckResponse['reservation'] {
+    const existing = [...this.reservations.values()].find((r) => r.stepId === stepId);
+    if (existing && existing.status !== 'open')
+      throw new Error(`409 stepId ${stepId} already had a reservation, now ${existing.status}`);
+    return existing ? this.reservationView(existing) : undefined;
+  }
+
+  /** Every limit of the request against recorded + reserved usage of its scope, plus the estimate. */
+  private evaluate(request: GuardCheckRequest, estimateMicros: number) {
     const violations: GuardFinding[] = [];
     const warnings: GuardFinding[] = [];
     const skipped: GuardCheckResponse['skipped'] = [];
@@ -211,6 +222,8 @@ export class InMemoryTollgate implements TollgateGuardClient {
       const window = limit.scope === 'run' ? null : (limit.window ?? '7d');
       const u = this.usageOf(limit.scope, scopeKey, window);
       usage[usageKey(limit.scope, id, window ?? undefined)] = u;
+      const estIn = request.estimate?.inputTokens ?? 0;
+      const estOut = request.estimate?.maxOutputTokens ?? 0;
       const costMicros = Math.round(u.estimatedCost * 1e6) + Math.round(u.reservedCost * 1e6) + estimateMicros;
       const checks: Array<[GuardFinding['limitType'], number | undefined, number, string, number]> = [
         [
@@ -248,38 +261,34 @@ export class InMemoryTollgate implements TollgateGuardClient {
           warnings.push(finding('soft'));
       }
     }
-    const decision = violations.length > 0 ? 'deny' : 'allow';
-    let reservation: GuardCheckResponse['reservation'];
-    if (decision === 'allow' && reserving && estimate) {
-      const r: Reservation = {
-        id: `rsv_${this.nextId++}`,
-        stepId: request.stepId!,
-        scopeKeys: scopeKeysOf(request.context),
-        inputTokens: estIn,
-        outputTokens: estOut,
-        costMicros: estimateMicros,
-        expiresAt: this.now + this.reservationTtlMs,
-        status: 'open',
-      };
-      this.reservations.set(r.id, r);
-      reservation = {
-        id: r.id,
-        estimatedCost: r.costMicros / 1e6,
-        costUnit: 'USD',
-        inputTokens: r.inputTokens,
-        outputTokens: r.outputTokens,
-        expiresAt: new Date(r.expiresAt).toISOString(),
-      };
-    }
-    return structuredClone({
-      decision,
-      violations,
-      warnings,
-      skipped,
-      usage,
-      ...(reservation ? { reservation } : {}),
-      asOf: new Date(this.now).toISOString(),
-    });
+    return { violations, warnings, skipped, usage };
+  }
+
+  /** Holds the request's estimate (`estimateMicros`) under a new reservation. */
+  private reserve(request: GuardCheckRequest, estimateMicros: number): GuardCheckResponse['reservation'] {
+    const r: Reservation = {
+      id: `rsv_${this.nextId++}`,
+      stepId: request.stepId!,
+      scopeKeys: scopeKeysOf(request.context),
+      inputTokens: request.estimate?.inputTokens ?? 0,
+      outputTokens: request.estimate?.maxOutputTokens ?? 0,
+      costMicros: estimateMicros,
+      expiresAt: this.now + this.reservationTtlMs,
+      status: 'open',
+    };
+    this.reservations.set(r.id, r);
+    return this.reservationView(r);
+  }
+
+  private reservationView(r: Reservation): NonNullable<GuardCheckResponse['reservation']> {
+    return {
+      id: r.id,
+      estimatedCost: r.costMicros / 1e6,
+      costUnit: 'USD',
+      inputTokens: r.inputTokens,
+      outputTokens: r.outputTokens,
+      expiresAt: new Date(r.expiresAt).toISOString(),
+    };
   }
 
   private async release(reservationId: string): Promise<{ id: string; status: string }> {
