@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AppendEventsHandler } from './append-events/append-events.handler';
 import { CheckGuardHandler } from './check-guard/check-guard.handler';
+import { GuardReader } from './check-guard/guard-reader';
+import { ScopeUsageReportHandler } from './check-guard/scope-usage-report.handler';
 import { GuardTuning } from './check-guard/batching/guard-tuning';
 import { BatchCommit } from './check-guard/batching/batch-commit';
 import { CheckLoader } from './check-guard/loaded-check';
@@ -27,6 +29,7 @@ import { ProjectsService } from './projects/projects.service';
   providers: [
     AppendEventsHandler,
     CheckGuardHandler,
+    ScopeUsageReportHandler,
     CheckLoader,
     BatchCommit,
     GuardTuning,
@@ -38,6 +41,7 @@ import { ProjectsService } from './projects/projects.service';
     Repricer,
     ReservationsService,
     BudgetAlerts,
+    GuardReader,
   ],
   exports: [
     StepPricer,
@@ -47,6 +51,7 @@ import { ProjectsService } from './projects/projects.service';
     ProjectsService,
     Repricer,
     ReservationsService,
+    GuardReader,
   ],
 })
 export class LedgerModule {}

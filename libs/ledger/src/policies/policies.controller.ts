@@ -1,17 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, UseGuards } from '@nestjs/common';
 import { idSchema, policySchema, type Policy } from '@tollgate/contracts';
-import {
-  AppError,
-  AuthGuard,
-  CurrentPrincipal,
-  Documented,
-  RequireScope,
-  ZodPipe,
-  type Principal,
-} from '@tollgate/platform';
+import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { PoliciesService } from './policies.service';
-import { policyView } from './policy-view';
 
 /** What policyView answers (the OpenAPI document's response schema). */
 export const policyResponse = z.object({
@@ -47,12 +38,12 @@ export class PoliciesController {
     body: policySchema,
     response: policyResponse,
   })
-  async put(
+  put(
     @CurrentPrincipal() principal: Principal,
     @Param('name', new ZodPipe(idSchema, 'name')) name: string,
     @Body(new ZodPipe(policySchema)) body: Policy,
   ) {
-    return policyView(await this.policies.put(principal.projectId, name, body));
+    return this.policies.put(principal.projectId, name, body);
   }
 
   @Get()
@@ -64,15 +55,14 @@ export class PoliciesController {
     response: z.object({ policies: z.array(policyResponse) }),
   })
   async list(@CurrentPrincipal() principal: Principal) {
-    return { policies: (await this.policies.list(principal.projectId)).map(policyView) };
+    return { policies: await this.policies.list(principal.projectId) };
   }
 
   @Delete(':name')
   @HttpCode(204)
   @RequireScope('admin')
   @Documented({ summary: 'Delete a budget policy', tag: 'guard', auth: 'admin', errors: ['not_found'] })
-  async remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
-    if (!(await this.policies.remove(principal.projectId, name)))
-      throw new AppError('not_found', `No policy ${name} in this project`, 'name');
+  remove(@CurrentPrincipal() principal: Principal, @Param('name', new ZodPipe(idSchema, 'name')) name: string) {
+    return this.policies.remove(principal.projectId, name);
   }
 }

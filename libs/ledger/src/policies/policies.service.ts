@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { Policy, Scope } from '@tollgate/contracts';
 import { CACHE_CHANNELS, notifySql, PrismaService } from '@tollgate/database';
+import { AppError } from '@tollgate/platform';
 import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
-import type { PolicyRow } from './policy-view';
+import { policyView, type PolicyView } from './policy-view';
 
 /**
- * A project's stored budgets (limits kept in micro-units). Guard checks cache a project's
- * policies: every change is announced in its own transaction and forgotten here.
+ * A project's stored budgets (limits kept in micro-units), answered as the API shows them. Guard
+ * checks cache a project's policies: every change is announced in its own transaction and
+ * forgotten here.
  */
 @Injectable()
 export class PoliciesService {
@@ -20,7 +22,7 @@ export class PoliciesService {
   }
 
   /** Creates or replaces the policy `name`. */
-  async put(projectId: string, name: string, body: Policy): Promise<PolicyRow> {
+  async put(projectId: string, name: string, body: Policy): Promise<PolicyView> {
     const data = {
       scope: body.scope,
       window: body.window,
@@ -46,24 +48,25 @@ export class PoliciesService {
       this.announce(projectId),
     ]);
     this.settings.evict(projectId);
-    return row;
+    return policyView(row);
   }
 
   /** The project's policies by name, or only those on one scope. */
-  list(projectId: string, scope?: Scope): Promise<PolicyRow[]> {
-    return this.prisma.policy.findMany({
+  async list(projectId: string, scope?: Scope): Promise<PolicyView[]> {
+    const rows = await this.prisma.policy.findMany({
       where: { projectId, ...(scope === undefined ? {} : { scope }) },
       orderBy: { name: 'asc' },
     });
+    return rows.map(policyView);
   }
 
-  /** Deletes the policy `name`; false when the project has none of that name. */
-  async remove(projectId: string, name: string): Promise<boolean> {
+  /** Deletes the policy `name`; not_found when the project has none of that name. */
+  async remove(projectId: string, name: string): Promise<void> {
     const [{ count }] = await this.prisma.$transaction([
       this.prisma.policy.deleteMany({ where: { projectId, name } }),
       this.announce(projectId),
     ]);
     this.settings.evict(projectId);
-    return count > 0;
+    if (count === 0) throw new AppError('not_found', `No policy ${name} in this project`, 'name');
   }
 }

@@ -20,3 +20,5 @@ export const policyView = (p: PolicyRow) => ({
   alertHysteresis: p.alertHysteresis ?? undefined,
   updatedAt: p.updatedAt.toISOString(),
 });
+
+export type PolicyView = ReturnType<typeof policyView>;

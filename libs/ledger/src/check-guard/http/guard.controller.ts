@@ -1,17 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { CommandBus } from '@nestjs/cqrs';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import {
   guardCheckRequestSchema,
   guardCheckResponseSchema,
   guardFindingResponse,
   idSchema,
   scopeUsageResponse,
-  SCOPE_TABLE,
   scopeKeySchema,
   type GuardCheckRequest,
-  type Scope,
 } from '@tollgate/contracts';
-import { PrismaService } from '@tollgate/database';
 import {
   AppError,
   AuthGuard,
@@ -22,13 +19,11 @@ import {
   type Principal,
 } from '@tollgate/platform';
 import { z } from 'zod';
-import { PoliciesService } from '../../policies/policies.service';
 import { policyResponse } from '../../policies/policies.controller';
-import { policyView } from '../../policies/policy-view';
 import { ReservationsService } from '../../reservations/reservations.service';
-import { readExceededReservations } from '../../reservations/exceeded.sql';
 import { CheckGuard } from '../check-guard.command';
-import { readGuardDecisions } from '../sql/guard-decisions.sql';
+import { GuardReader } from '../guard-reader';
+import { ScopeUsageReport } from '../scope-usage-report.query';
 
 const decisionsQuery = z.strictObject({
   scopeKey: scopeKeySchema.optional(),
@@ -104,9 +99,9 @@ export const decisionsResponse = z.strictObject({
 export class GuardController {
   constructor(
     private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
     private readonly reservations: ReservationsService,
-    private readonly prisma: PrismaService,
-    private readonly policies: PoliciesService,
+    private readonly reader: GuardReader,
   ) {}
 
   @Post('check')
@@ -148,12 +143,6 @@ export class GuardController {
     return this.reservations.release(principal.projectId, id);
   }
 
-  /**
-   * What a dry-run check without an estimate answers, for a `read` key (the dashboard's): the
-   * scope's usage in the window of every stored policy on its scope, and the policies themselves.
-   * A policy limited to one entity applies to that entity's steps, so it is evaluated with that
-   * entityName; its usage is the scope's usage all the same.
-   */
   @Get('usage')
   @RequireScope('read')
   @Documented({
@@ -163,36 +152,8 @@ export class GuardController {
     query: usageQuery,
     response: usageResponse,
   })
-  async usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
-    const [scope, ...rest] = q.scopeKey.split(':') as [Scope, ...string[]];
-    const id = rest.join(':');
-    const rows = await this.policies.list(principal.projectId, scope);
-    const entityNames = [...new Set(rows.map((r) => r.entityName ?? undefined))];
-    if (!entityNames.length) entityNames.push(undefined);
-    const answers = await Promise.all(
-      entityNames.map((entityName) =>
-        this.commands.execute(
-          new CheckGuard(
-            principal.projectId,
-            guardCheckRequestSchema.parse({
-              context: { [SCOPE_TABLE[scope].field]: id, ...(entityName ? { entityName } : {}) },
-              dryRun: true,
-            }),
-          ),
-        ),
-      ),
-    );
-    return {
-      scopeKey: q.scopeKey,
-      policies: rows.map((r) => ({
-        ...policyView(r),
-        usageKey: scope === 'run' ? q.scopeKey : `${q.scopeKey}@${r.window}`,
-      })),
-      usage: Object.assign({}, ...answers.map((a) => a.usage)),
-      violations: answers.flatMap((a) => a.violations),
-      warnings: answers.flatMap((a) => a.warnings),
-      asOf: answers[0].asOf,
-    };
+  usage(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(usageQuery)) q: z.infer<typeof usageQuery>) {
+    return this.queries.execute(new ScopeUsageReport(principal.projectId, q.scopeKey));
   }
 
   @Get('exceeded')
@@ -208,7 +169,7 @@ export class GuardController {
     @CurrentPrincipal() principal: Principal,
     @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>,
   ) {
-    return { exceeded: await readExceededReservations(this.prisma.sql, principal.projectId, q.scopeKey, q.limit) };
+    return { exceeded: await this.reader.exceeded(principal.projectId, q.scopeKey, q.limit) };
   }
 
   @Get('decisions')
@@ -224,14 +185,6 @@ export class GuardController {
     @CurrentPrincipal() principal: Principal,
     @Query(new ZodPipe(decisionsQuery)) q: z.infer<typeof decisionsQuery>,
   ) {
-    const [scope, ...rest] = q.scopeKey?.split(':') ?? [];
-    return {
-      decisions: await readGuardDecisions(
-        this.prisma.sql,
-        principal.projectId,
-        scope === undefined ? undefined : { scope: scope as Scope, id: rest.join(':') },
-        q.limit,
-      ),
-    };
+    return { decisions: await this.reader.decisions(principal.projectId, q.scopeKey, q.limit) };
   }
 }
