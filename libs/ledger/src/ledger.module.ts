@@ -7,6 +7,7 @@ import { GuardTuning } from './check-guard/batching/guard-tuning';
 import { BatchCommit } from './check-guard/batching/batch-commit';
 import { CheckLoader } from './check-guard/loaded-check';
 import { EstimateController } from './estimate/estimate.controller';
+import { EstimateStepHandler } from './estimate/estimate-step.handler';
 import { StepPricer } from './estimate/step-pricer';
 import { GuardController } from './check-guard/http/guard.controller';
 import { PoliciesController } from './policies/policies.controller';
@@ -14,6 +15,7 @@ import { PoliciesService } from './policies/policies.service';
 import { ReservationsService } from './reservations/reservations.service';
 import { EventsController } from './append-events/events.controller';
 import { StepsController } from './read-steps/steps.controller';
+import { StepsReader } from './read-steps/steps-reader';
 import { ProjectSettingsReader } from './project-settings/project-settings.reader';
 import { PricesController } from './prices/prices.controller';
 import { PricesService } from './prices/prices.service';
@@ -21,6 +23,7 @@ import { RepriceController } from './reprice/reprice.controller';
 import { Repricer } from './reprice/repricer';
 import { AdminController } from './projects/admin.controller';
 import { AlertsController } from './budget-alerts/alerts.controller';
+import { AlertsReader } from './budget-alerts/alerts-reader';
 import { BudgetAlerts } from './budget-alerts/budget-alerts';
 import { ProjectsService } from './projects/projects.service';
 
@@ -30,6 +33,7 @@ import { ProjectsService } from './projects/projects.service';
     AppendEventsHandler,
     CheckGuardHandler,
     ScopeUsageReportHandler,
+    EstimateStepHandler,
     CheckLoader,
     BatchCommit,
     GuardTuning,
@@ -42,6 +46,8 @@ import { ProjectsService } from './projects/projects.service';
     ReservationsService,
     BudgetAlerts,
     GuardReader,
+    AlertsReader,
+    StepsReader,
   ],
   exports: [
     StepPricer,
@@ -52,6 +58,8 @@ import { ProjectsService } from './projects/projects.service';
     Repricer,
     ReservationsService,
     GuardReader,
+    AlertsReader,
+    StepsReader,
   ],
 })
 export class LedgerModule {}

@@ -1,9 +1,8 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { scopeKeySchema } from '@tollgate/contracts';
-import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
-import { readAlerts } from './read-alerts.sql';
+import { AlertsReader } from './alerts-reader';
 
 const alertsQuery = z.strictObject({
   scopeKey: scopeKeySchema.optional(),
@@ -47,7 +46,7 @@ export const alertsResponse = z.strictObject({
 @Controller('v1/alerts')
 @UseGuards(AuthGuard)
 export class AlertsController {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly alerts: AlertsReader) {}
 
   @Get()
   @RequireScope('read')
@@ -62,6 +61,6 @@ export class AlertsController {
     @CurrentPrincipal() principal: Principal,
     @Query(new ZodPipe(alertsQuery)) q: z.infer<typeof alertsQuery>,
   ) {
-    return { alerts: await readAlerts(this.prisma.sql, principal.projectId, q.scopeKey, q.limit) };
+    return { alerts: await this.alerts.list(principal.projectId, q.scopeKey, q.limit) };
   }
 }

@@ -1,34 +1,18 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { QueryBus } from '@nestjs/cqrs';
 import {
   estimateRequestSchema,
   estimateResponseSchema,
   type EstimateRequest,
   type EstimateResponse,
 } from '@tollgate/contracts';
-import {
-  AppError,
-  AuthGuard,
-  Clock,
-  CurrentPrincipal,
-  Documented,
-  RequireScope,
-  ZodPipe,
-  type Principal,
-} from '@tollgate/platform';
-import { estimateView } from '../budgets/guard-decision';
-import { ProjectSettingsReader } from '../project-settings/project-settings.reader';
-import { catalogTier, CATALOG_PRICE_PREFIX } from '../pricing/price-step';
-import { countMessageTokens } from './count-tokens';
-import { StepPricer } from './step-pricer';
+import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
+import { EstimateStep } from './estimate-step.query';
 
 @Controller('v1/estimate')
 @UseGuards(AuthGuard)
 export class EstimateController {
-  constructor(
-    private readonly pricer: StepPricer,
-    private readonly projectSettings: ProjectSettingsReader,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly queries: QueryBus) {}
 
   @Post()
   @HttpCode(200)
@@ -41,35 +25,10 @@ export class EstimateController {
     body: estimateRequestSchema,
     response: estimateResponseSchema,
   })
-  async estimate(
+  estimate(
     @CurrentPrincipal() principal: Principal,
     @Body(new ZodPipe(estimateRequestSchema)) body: EstimateRequest,
   ): Promise<EstimateResponse> {
-    const settings = await this.projectSettings.get(principal.projectId);
-    if (!settings) throw new AppError('not_found', `No project ${principal.projectId}`);
-    const counted = body.messages ? countMessageTokens(body.messages) : body.inputTokens!;
-    const priced = await this.pricer.price(
-      principal.projectId,
-      { provider: body.provider, model: body.model, inputTokens: counted, maxOutputTokens: body.maxOutputTokens },
-      settings,
-      this.clock.now(),
-    );
-    const fromCatalog = priced.priced && priced.priceId?.startsWith(CATALOG_PRICE_PREFIX);
-    const tier = fromCatalog
-      ? catalogTier(
-          { inputTokens: priced.inputTokens, outputTokens: priced.outputTokens },
-          body.provider,
-          body.model,
-          this.clock.now(),
-        )
-      : null;
-    return {
-      provider: body.provider,
-      model: body.model,
-      countedInputTokens: counted,
-      counted: body.messages ? 'o200k' : 'given',
-      ...estimateView(priced),
-      tier,
-    };
+    return this.queries.execute(new EstimateStep(principal.projectId, body));
   }
 }

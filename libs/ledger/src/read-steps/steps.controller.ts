@@ -1,9 +1,9 @@
 import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { idSchema, isoInstantSchema, shortText } from '@tollgate/contracts';
-import { PrismaService } from '@tollgate/database';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
-import { readLatency, readRun, readSteps, type StepCursor, type StepFilter } from './read-steps.sql';
+import type { StepCursor, StepFilter } from './read-steps.sql';
+import { StepsReader } from './steps-reader';
 import { latencyResponse, runResponse, stepsResponse } from './steps.schemas';
 
 /** The cursor is opaque to clients: base64url of `<occurredAt epoch ms>.<log position>`. */
@@ -78,7 +78,7 @@ const filterOf = ({
 @Controller('v1')
 @UseGuards(AuthGuard)
 export class StepsController {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly reader: StepsReader) {}
 
   @Get('steps')
   @RequireScope('read')
@@ -92,7 +92,7 @@ export class StepsController {
     responseDescription: '{ steps, nextCursor }: pass nextCursor as cursor for the next page; null on the last one',
   })
   async steps(@CurrentPrincipal() principal: Principal, @Query(new ZodPipe(stepsQuery)) q: z.infer<typeof stepsQuery>) {
-    const { steps, next } = await readSteps(this.prisma.sql, principal.projectId, filterOf(q), q.limit, q.cursor);
+    const { steps, next } = await this.reader.steps(principal.projectId, filterOf(q), q.limit, q.cursor);
     return { steps, nextCursor: next ? encodeCursor(next) : null };
   }
 
@@ -110,7 +110,7 @@ export class StepsController {
     @CurrentPrincipal() principal: Principal,
     @Query(new ZodPipe(latencyQuery)) q: z.infer<typeof latencyQuery>,
   ) {
-    return { models: await readLatency(this.prisma.sql, principal.projectId, filterOf(q), q.limit) };
+    return { models: await this.reader.latency(principal.projectId, filterOf(q), q.limit) };
   }
 
   @Get('runs/:traceId')
@@ -128,6 +128,6 @@ export class StepsController {
     @Param('traceId', new ZodPipe(idSchema, 'traceId')) traceId: string,
     @Query(new ZodPipe(runQuery)) q: z.infer<typeof runQuery>,
   ) {
-    return { traceId, ...(await readRun(this.prisma.sql, principal.projectId, traceId, q.limit)) };
+    return { traceId, ...(await this.reader.run(principal.projectId, traceId, q.limit)) };
   }
 }
