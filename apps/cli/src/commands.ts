@@ -6,21 +6,21 @@ import {
   CheckGuard,
   createKeySchema,
   createProjectSchema,
-  GuardController,
-  PoliciesController,
-  PricesController,
+  PoliciesService,
+  PricesService,
   ProjectsService,
   projectSettingsSchema,
   putPriceSchema,
   Repricer,
   repriceSchema,
+  ScopeUsageReport,
   verifyLedger,
   type LedgerDifference,
   type RepriceSummary,
 } from '@tollgate/ledger';
 import { MetricsProjector, ROLLUP_PROJECTION } from '@tollgate/usage-metrics';
-import { AppError, KEY_SCOPES, type KeyScope, type Principal } from '@tollgate/platform';
-import { CommandBus } from '@nestjs/cqrs';
+import { AppError, KEY_SCOPES, type KeyScope } from '@tollgate/platform';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { print } from './output';
@@ -98,11 +98,10 @@ function jsonFile(v: Values): unknown {
   }
 }
 
-/** The project a command acts as, with every scope (the operator's CLI is the admin). */
-function principalOf(v: Values): Principal {
+/** The project a command acts on (`--project`), validated as the API validates ids. */
+function projectId(v: Values): string {
   required(v, 'project');
-  const id = parse(idSchema, v.project, { '(root)': 'project', '': 'project' });
-  return { projectId: id, keyId: 'cli', scopes: [...KEY_SCOPES] };
+  return parse(idSchema, v.project, { '(root)': 'project', '': 'project' });
 }
 
 function scopesOf(raw: unknown): KeyScope[] {
@@ -173,8 +172,6 @@ export function eventView(r: Record<string, any>) {
     ...(r.data && Object.keys(r.data).length ? { data: r.data } : {}),
   };
 }
-
-const projectId = (v: Values) => principalOf(v).projectId;
 
 /** The commands of `npm run tollgate -- …`: one for each thing the API manages. */
 export const COMMANDS: CliCommand[] = [
@@ -304,9 +301,9 @@ export const COMMANDS: CliCommand[] = [
       'policies put <name> --project <id> --file <policy.json|->   (e.g. {"scope":"resource","window":"24h","maxCost":5})',
     options: { project: { type: 'string' }, file: { type: 'string' } },
     async run(ctx, v, positionals) {
-      const principal = principalOf(v);
+      const id = projectId(v);
       const name = parse(idSchema, positional(positionals, 'a policy name'));
-      print(await ctx.get(PoliciesController).put(principal, name, parse(policySchema, jsonFile(v))), json(v));
+      print(await ctx.get(PoliciesService).put(id, name, parse(policySchema, jsonFile(v))), json(v));
     },
   },
   {
@@ -314,7 +311,7 @@ export const COMMANDS: CliCommand[] = [
     usage: 'policies list --project <id>',
     options: { project: { type: 'string' } },
     async run(ctx, v) {
-      print(await ctx.get(PoliciesController).list(principalOf(v)), json(v));
+      print({ policies: await ctx.get(PoliciesService).list(projectId(v)) }, json(v));
     },
   },
   {
@@ -322,9 +319,9 @@ export const COMMANDS: CliCommand[] = [
     usage: 'policies delete <name> --project <id>',
     options: { project: { type: 'string' } },
     async run(ctx, v, positionals) {
-      const principal = principalOf(v);
+      const id = projectId(v);
       const name = parse(idSchema, positional(positionals, 'a policy name'));
-      await ctx.get(PoliciesController).remove(principal, name);
+      await ctx.get(PoliciesService).remove(id, name);
       print({ deleted: name }, json(v));
     },
   },
@@ -346,7 +343,7 @@ export const COMMANDS: CliCommand[] = [
       'effective-from': { type: 'string' },
     },
     async run(ctx, v) {
-      const principal = principalOf(v);
+      const id = projectId(v);
       required(v, 'provider', 'model', 'input', 'output');
       const provider = parse(idSchema, v.provider, { '(root)': 'provider', '': 'provider' });
       const model = parse(idSchema, v.model, { '(root)': 'model', '': 'model' });
@@ -371,8 +368,7 @@ export const COMMANDS: CliCommand[] = [
           effectiveFrom: 'effective-from',
         },
       );
-      const answer = await ctx.get(PricesController).put(principal, provider, model, body);
-      print(answer, json(v));
+      print(await ctx.get(PricesService).put(id, provider, model, body), json(v));
     },
   },
   {
@@ -380,7 +376,7 @@ export const COMMANDS: CliCommand[] = [
     usage: "prices list --project <id>   (the project's overrides; the catalog prices the rest)",
     options: { project: { type: 'string' } },
     async run(ctx, v) {
-      print(await ctx.get(PricesController).list(principalOf(v)), json(v));
+      print({ prices: await ctx.get(PricesService).list(projectId(v)) }, json(v));
     },
   },
   {
@@ -605,13 +601,13 @@ export const COMMANDS: CliCommand[] = [
     usage: "guard usage --project <id> --scope resource:<id>   (a scope's usage against every stored policy on it)",
     options: { project: { type: 'string' }, scope: { type: 'string' } },
     async run(ctx, v) {
-      const principal = principalOf(v);
+      const id = projectId(v);
       required(v, 'scope');
       if (!/^(run|thread|resource|user|organization|session):.+$/s.test(String(v.scope)))
         throw new UsageError(
           '--scope must look like resource:<id> (run, thread, resource, user, organization or session)',
         );
-      print(await ctx.get(GuardController).usage(principal, { scopeKey: String(v.scope) }), json(v));
+      print(await ctx.get(QueryBus).execute(new ScopeUsageReport(id, String(v.scope))), json(v));
     },
   },
   // ── invariants ──────────────────────────────────────────────────────────────

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { DynamicModule, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { applyMigrations, ensureDatabase, migrationsDir } from '@tollgate/database';
-import { ExportersHttpModule } from '@tollgate/exporters';
-import { LedgerHttpModule } from '@tollgate/ledger';
+import { ExportersModule } from '@tollgate/exporters';
+import { LedgerModule } from '@tollgate/ledger';
 import {
   AppError,
   createLogger,
@@ -18,11 +18,11 @@ import { COMMANDS, UsageError, type CliCommand } from './commands';
 import { doctor, doctorText } from './doctor';
 import { print } from './output';
 
-/** The API's own modules (controllers included: the CLI calls the same handlers), without HTTP. */
+/** The API's domain modules without their controllers: the CLI calls the same services and handlers. */
 @Module({})
 class CliModule {
   static with(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [PlatformModule.forRoot(config), LedgerHttpModule, ExportersHttpModule] };
+    return { module: CliModule, imports: [PlatformModule.forRoot(config), LedgerModule, ExportersModule] };
   }
 }
 

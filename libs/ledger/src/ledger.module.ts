@@ -27,7 +27,7 @@ import { AlertsReader } from './budget-alerts/alerts-reader';
 import { BudgetAlerts } from './budget-alerts/budget-alerts';
 import { ProjectsService } from './projects/projects.service';
 
-/** The ledger's domain: shared by the API and the worker. */
+/** The ledger's domain: shared by the API, the worker and the CLI. */
 @Module({
   providers: [
     AppendEventsHandler,

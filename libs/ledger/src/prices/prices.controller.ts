@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Put, UseGuards } from '@nestjs/common';
 import { AuthGuard, CurrentPrincipal, Documented, RequireScope, ZodPipe, type Principal } from '@tollgate/platform';
 import { z } from 'zod';
 import { EARLIEST_OCCURRED_AT, idSchema } from '@tollgate/contracts';
-import { priceView, PricesService } from './prices.service';
+import { PricesService } from './prices.service';
 
 const LATEST_EFFECTIVE_FROM = Date.UTC(2100, 0, 1);
 
@@ -113,6 +113,6 @@ export class PricesController {
     response: z.object({ prices: z.array(priceResponse) }),
   })
   async list(@CurrentPrincipal() principal: Principal) {
-    return { prices: (await this.prices.list(principal.projectId)).map(priceView) };
+    return { prices: await this.prices.list(principal.projectId) };
   }
 }

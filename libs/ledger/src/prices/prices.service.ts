@@ -32,7 +32,7 @@ type PriceRow = {
   cacheWrite1hPerMillion: { toNumber(): number } | null;
 };
 
-export const priceView = (r: PriceRow) => ({
+const priceView = (r: PriceRow) => ({
   id: r.id,
   provider: r.provider,
   model: r.model,
@@ -44,6 +44,8 @@ export const priceView = (r: PriceRow) => ({
   cacheWritePerMillion: r.cacheWritePerMillion?.toNumber() ?? null,
   cacheWrite1hPerMillion: r.cacheWrite1hPerMillion?.toNumber() ?? null,
 });
+
+export type PriceView = ReturnType<typeof priceView>;
 
 /** Stored steps that the new price would price, priced otherwise: they change only with a reprice. */
 export interface RepriceWarning {
@@ -81,11 +83,12 @@ export class PricesService {
   ) {}
 
   /** The project's overrides, by provider, model and effectiveFrom. */
-  list(projectId: string): Promise<PriceRow[]> {
-    return this.prisma.priceOverride.findMany({
+  async list(projectId: string): Promise<PriceView[]> {
+    const rows = await this.prisma.priceOverride.findMany({
       where: { projectId },
       orderBy: [{ provider: 'asc' }, { model: 'asc' }, { effectiveFrom: 'asc' }],
     });
+    return rows.map(priceView);
   }
 
   async put(projectId: string, provider: string, model: string, body: PriceInput) {
