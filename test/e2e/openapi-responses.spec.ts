@@ -6,7 +6,7 @@ import {
   exceededResponse,
   releaseResponse,
   usageResponse,
-} from '../../libs/ledger/src/check-guard/guard.controller';
+} from '../../libs/ledger/src/check-guard/http/guard.controller';
 import {
   aggregateResponseSchema,
   breakdownResponseSchema,
