@@ -208,15 +208,7 @@ export class StepOutcomes<Id extends string> {
     }
     args.abort(`${why}; blocking the step; no budget was checked`, {
       retry: false,
-      metadata: {
-        processorId: this.config.id,
-        usage: { estimatedCost: null, costUnit: null },
-        maxCost,
-        scope: this.config.scope,
-        ...(scopeKey ? { scopeKey } : {}),
-        threshold: 'hard',
-        reason: 'busy',
-      },
+      metadata: { ...this.unchecked(maxCost, scopeKey), reason: 'busy' },
     });
   }
 
@@ -228,15 +220,20 @@ export class StepOutcomes<Id extends string> {
     }
     args.abort(`Cost guard: cost check failed, blocking the step (fail-closed): ${reason}`, {
       retry: false,
-      metadata: {
-        processorId: this.config.id,
-        usage: { estimatedCost: null, costUnit: null },
-        maxCost,
-        scope: this.config.scope,
-        ...(scopeKey ? { scopeKey } : {}),
-        threshold: 'hard',
-      },
+      metadata: this.unchecked(maxCost, scopeKey),
     });
+  }
+
+  /** A blocked step's metadata when no budget could be checked: no usage to report. */
+  private unchecked(maxCost: number, scopeKey: string | undefined) {
+    return {
+      processorId: this.config.id,
+      usage: { estimatedCost: null, costUnit: null },
+      maxCost,
+      scope: this.config.scope,
+      ...(scopeKey ? { scopeKey } : {}),
+      threshold: 'hard' as const,
+    };
   }
 
   /**
